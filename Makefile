@@ -1,0 +1,30 @@
+# Quick start:  make bench-quick   |   make bench-all   |   make test
+# Overrides:    TOOLS=wrk,ab  SCENARIOS=scenarios/shootout.yaml:vu20-rtt0.1  RUNTIME=docker|host  DURATION=5
+PY        := .venv/bin/python
+TOOLS     ?= all
+SCENARIOS ?= scenarios/shootout.yaml
+RUNTIME   ?= docker
+DURATION  ?=
+# Tools the test suite runs end to end.
+TEST_TOOLS := wrk,ab
+
+RUN_ARGS = --tools $(TOOLS) --scenarios $(SCENARIOS) --runtime $(RUNTIME) $(if $(DURATION),--duration $(DURATION))
+
+.PHONY: deps bench-all bench-quick test list-tools
+
+deps:
+	NEED_DOCKER=$(if $(filter host,$(RUNTIME)),0,1) scripts/deps.sh $(TOOLS)
+
+bench-all: deps
+	$(PY) -m harness run $(RUN_ARGS)
+
+bench-quick: SCENARIOS = scenarios/quick.yaml
+bench-quick: deps
+	$(PY) -m harness run $(RUN_ARGS)
+
+test:
+	scripts/deps.sh $(TEST_TOOLS)
+	$(PY) -m pytest -q -rs tests
+
+list-tools:
+	$(PY) -m harness list-tools

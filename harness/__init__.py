@@ -1,0 +1,9 @@
+"""lth: run HTTP load-testing tools side by side under the same conditions."""
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+TOOLS_DIR = REPO_ROOT / "tools"
+DOCKER_DIR = REPO_ROOT / "docker"
+TARGET_DIR = DOCKER_DIR / "target"
+# Everything the harness creates (namespaces, veths, containers, networks, images) starts with this.
+PREFIX = "lth"

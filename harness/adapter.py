@@ -1,0 +1,86 @@
+"""The base class every tool adapter implements, and the data it receives and returns.
+
+An adapter is a small, stateless description of one load tool: which command to run for a
+:class:`RunSpec`, and how to turn the tool's own output into :class:`Metrics`. It never
+starts processes itself: the runtime does, identically for every tool.
+"""
+from __future__ import annotations
+
+import re
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import ClassVar
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    url: str          # full URL of the target file, e.g. http://198.18.0.2:80/style.css
+    vus: int          # virtual users = concurrent connections held for the whole run
+    duration_s: int
+    out_dir: Path     # the run's folder; the same absolute path inside a container
+    cpus: int         # cores the generator may use
+
+
+@dataclass(frozen=True)
+class ToolOutput:
+    spec: RunSpec
+    stdout: str
+    stderr: str
+    exit_code: int
+
+    def file(self, name: str) -> Path:
+        return self.spec.out_dir / name
+
+
+@dataclass
+class Metrics:
+    """What a tool achieved. ``None`` means the tool does not report it (never 0 for unknown)."""
+
+    requests: int | None = None
+    errors: int | None = None
+    rps: float | None = None
+    measured_s: float | None = None   # the load window as the tool itself timed it
+    lat_min_ms: float | None = None
+    lat_mean_ms: float | None = None
+    lat_p50_ms: float | None = None
+    lat_p75_ms: float | None = None
+    lat_p90_ms: float | None = None
+    lat_p95_ms: float | None = None
+    lat_p99_ms: float | None = None
+    lat_max_ms: float | None = None
+    source: str = ""                  # how the figures were obtained, kept in the results
+    notes: list[str] = field(default_factory=list)
+
+
+class ParseError(Exception):
+    """The tool's output could not be turned into metrics."""
+
+
+class ToolAdapter(ABC):
+    name: ClassVar[str]
+    # Command printing the tool's version; run where the tool runs (host or container).
+    version_command: ClassVar[list[str]]
+    # One line on how VUs map to the tool's knobs, shown by `list-tools` and kept in meta.json.
+    concurrency_model: ClassVar[str]
+    folder: Path = Path()             # set by discovery: tools/<name>/
+
+    @abstractmethod
+    def command(self, spec: RunSpec) -> list[str]:
+        """The argv that runs one benchmark for ``spec``; it must stop by itself after the duration."""
+
+    @abstractmethod
+    def parse(self, output: ToolOutput) -> Metrics:
+        """Turn the tool's output into metrics; raise ParseError when it cannot."""
+
+    def parse_version(self, text: str) -> str:
+        match = re.search(r"\d+\.\d+(\.\d+)?", text)
+        return match.group(0) if match else text.strip().splitlines()[0] if text.strip() else "unknown"
+
+    @property
+    def install_script(self) -> Path:
+        return self.folder / "install.sh"
+
+    @property
+    def dockerfile(self) -> Path:
+        return self.folder / "Dockerfile"

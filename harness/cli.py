@@ -1,0 +1,75 @@
+"""Command line: ``python -m harness run|list-tools``. Bad input gets one line and exit status 2."""
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+from pathlib import Path
+
+from harness import REPO_ROOT, registry, scenarios
+from harness.errors import HarnessError
+from harness.runner import Plan, run_suite
+from harness.runtimes import RUNTIMES
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, not a usage dump
+        sys.stderr.write(f"error: {message} (see `python -m harness {self.prog.split()[-1]} --help`)\n")
+        sys.exit(2)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"duration must be a whole number of seconds, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"duration must be > 0 seconds, got {value}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="harness", description="Run HTTP load-testing tools side by side under the same conditions.")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    run = commands.add_parser("run", help="run scenarios x tools and write a results folder")
+    run.add_argument("--tools", default="all", help="comma-separated tool ids, or 'all' (default)")
+    run.add_argument("--scenarios", default=str(REPO_ROOT / "scenarios" / "shootout.yaml"),
+                     help="FILE or FILE:id1,id2 (default: scenarios/shootout.yaml)")
+    run.add_argument("--runtime", default="docker", choices=RUNTIMES, help="where tools run (default: docker)")
+    run.add_argument("--duration", type=_positive_int, help="override every scenario's duration (seconds)")
+    run.add_argument("--results-root", type=Path, default=REPO_ROOT / "results",
+                     help="where results/<timestamp>-<runtime>/ folders go (default: results/)")
+
+    commands.add_parser("list-tools", help="show the tool adapters found in tools/")
+    return parser
+
+
+def _run(args: argparse.Namespace) -> int:
+    plan = Plan(runtime=args.runtime, tools=registry.select(args.tools),
+                scenarios=scenarios.select(args.scenarios, args.duration), results_root=args.results_root)
+    folder, rows = run_suite(plan)
+    failed = [r for r in rows if r.status != "ok"]
+    print(f"\n{len(rows) - len(failed)} of {len(rows)} runs ok; results in {folder.path}")
+    for row in failed:
+        print(f"  {row.status}: {row.scenario} {row.tool}: {row.error}")
+    return 1 if failed else 0
+
+
+def _list_tools() -> int:
+    for adapter in registry.discover().values():
+        installed = "installed" if shutil.which(adapter.version_command[0]) else "not installed"
+        print(f"{adapter.name:12} host: {installed:14} {adapter.concurrency_model}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return _run(args) if args.command == "run" else _list_tools()
+    except HarnessError as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        return exc.exit_status
+    except KeyboardInterrupt:
+        sys.stderr.write("interrupted: finished rows are kept in runs.csv; everything started was removed\n")
+        return 130

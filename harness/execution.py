@@ -1,0 +1,71 @@
+"""Running one tool process: start it, sample it, stop it at its deadline."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.runtimes.base import Session
+from harness.sampling import TopSampler, Usage, summarise
+
+STDOUT, STDERR, SAMPLES = "stdout.txt", "stderr.txt", "samples.csv"
+
+
+@dataclass(frozen=True)
+class Execution:
+    exit_code: int | None
+    timed_out: bool
+    wall_s: float
+    usage: Usage
+    stdout: str
+    stderr: str
+
+
+def _kill(pids: set[int], sig: int) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
+
+
+def stop_tool(proc: subprocess.Popen, pids: set[int]) -> None:
+    """SIGTERM the tool's processes, then SIGKILL whatever is left after 5 s."""
+    _kill(pids, signal.SIGTERM)
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        pass
+    _kill(pids, signal.SIGKILL)
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+def execute(session: Session, argv: list[str], run_dir: Path, timeout_s: float) -> Execution:
+    started = time.monotonic()
+    timed_out = False
+    with (run_dir / STDOUT).open("w") as out, (run_dir / STDERR).open("w") as err:
+        proc = session.popen(argv, out, err)
+        tool_pids = session.pids(proc)
+        with TopSampler(tool_pids) as sampler:
+            try:
+                proc.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+                stop_tool(proc, tool_pids())
+            except BaseException:        # Ctrl-C / SIGTERM: never leave the tool running
+                stop_tool(proc, tool_pids())
+                raise
+        sampler.write_csv(run_dir / SAMPLES)
+    return Execution(
+        exit_code=proc.returncode,
+        timed_out=timed_out,
+        wall_s=time.monotonic() - started,
+        usage=summarise(sampler.samples),
+        stdout=(run_dir / STDOUT).read_text(errors="replace"),
+        stderr=(run_dir / STDERR).read_text(errors="replace"),
+    )

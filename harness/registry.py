@@ -1,0 +1,41 @@
+"""Discovers tool adapters: every ``tools/<name>/adapter.py`` that defines a ToolAdapter subclass."""
+from __future__ import annotations
+
+import importlib.util
+import inspect
+from pathlib import Path
+
+from harness import TOOLS_DIR
+from harness.adapter import ToolAdapter
+from harness.errors import HarnessError
+
+
+def _load_module(path: Path):
+    spec = importlib.util.spec_from_file_location(f"lth_tools.{path.parent.name.replace('-', '_')}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def discover(tools_dir: Path = TOOLS_DIR) -> dict[str, ToolAdapter]:
+    adapters: dict[str, ToolAdapter] = {}
+    for adapter_file in sorted(tools_dir.glob("*/adapter.py")):
+        module = _load_module(adapter_file)
+        for _, cls in inspect.getmembers(module, inspect.isclass):
+            if issubclass(cls, ToolAdapter) and not inspect.isabstract(cls) and cls.__module__ == module.__name__:
+                adapter = cls()
+                adapter.folder = adapter_file.parent
+                adapters[adapter.name] = adapter
+    return adapters
+
+
+def select(names: str | None, tools_dir: Path = TOOLS_DIR) -> list[ToolAdapter]:
+    """Resolve a comma-separated list of tool ids (None or 'all' = every tool)."""
+    available = discover(tools_dir)
+    if not names or names == "all":
+        return list(available.values())
+    wanted = [n.strip() for n in names.split(",") if n.strip()]
+    unknown = [n for n in wanted if n not in available]
+    if unknown:
+        raise HarnessError(f"unknown tool {', '.join(unknown)}; available: {', '.join(sorted(available))}")
+    return [available[n] for n in wanted]

@@ -1,0 +1,110 @@
+"""The results folder: ``results/<UTC timestamp>-<runtime>/`` with ``runs.csv`` (one row per
+run, the column names are a contract), ``environment.json``, and per run
+``<scenario>/<tool>/`` holding the tool's raw output, the samples and ``meta.json``.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import os
+from dataclasses import asdict, dataclass, fields
+from datetime import datetime, timezone
+from pathlib import Path
+
+STATUSES = ("ok", "failed", "timeout")
+
+
+@dataclass
+class RunRow:
+    tool: str
+    tool_version: str | None
+    runtime: str
+    scenario: str
+    vus: int
+    rtt_target_ms: float
+    duration_s: int
+    requests: int | None = None
+    errors: int | None = None
+    rps: float | None = None
+    lat_min_ms: float | None = None
+    lat_mean_ms: float | None = None
+    lat_p50_ms: float | None = None
+    lat_p75_ms: float | None = None
+    lat_p90_ms: float | None = None
+    lat_p95_ms: float | None = None
+    lat_p99_ms: float | None = None
+    lat_max_ms: float | None = None
+    mem_avg_mb: float | None = None
+    mem_peak_mb: float | None = None
+    cpu_avg_pct: float | None = None
+    server_requests: int | None = None
+    status: str = "failed"
+    error: str = ""
+    measured_s: float | None = None      # the load window as the tool timed it
+    started_at: str = ""
+    run_dir: str = ""                    # relative to the results folder
+
+
+COLUMNS = [f.name for f in fields(RunRow)]
+
+
+def _cell(value) -> str:
+    if value is None:
+        return ""                        # a metric the tool does not report stays empty, never 0
+    if isinstance(value, float):
+        return f"{value:.6g}" if abs(value) < 1e6 else f"{value:.1f}"
+    return str(value)
+
+
+def utc_stamp() -> str:
+    return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+
+
+class ResultsFolder:
+    def __init__(self, path: Path):
+        self.path = path
+        self.runs_csv = path / "runs.csv"
+
+    @classmethod
+    def create(cls, root: Path, runtime: str) -> "ResultsFolder":
+        path = root / f"{utc_stamp()}-{runtime}"
+        path.mkdir(parents=True, exist_ok=False)
+        folder = cls(path)
+        folder._point_latest(root)
+        return folder
+
+    def _point_latest(self, root: Path) -> None:
+        latest = root / "latest"
+        tmp = root / f".latest-{os.getpid()}"
+        tmp.unlink(missing_ok=True)
+        tmp.symlink_to(self.path.name)
+        tmp.replace(latest)              # atomic: `latest` is never missing or half-written
+
+    def run_dir(self, scenario: str, tool: str) -> Path:
+        path = self.path / scenario / tool
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def append(self, row: RunRow) -> None:
+        """Append one row and fsync, so a crash never loses or corrupts rows already written."""
+        new = not self.runs_csv.exists()
+        with self.runs_csv.open("a", newline="") as handle:
+            writer = csv.writer(handle)
+            if new:
+                writer.writerow(COLUMNS)
+            writer.writerow([_cell(getattr(row, c)) for c in COLUMNS])
+            handle.flush()
+            os.fsync(handle.fileno())
+
+    def rows(self) -> list[dict[str, str]]:
+        if not self.runs_csv.exists():
+            return []
+        with self.runs_csv.open(newline="") as handle:
+            return list(csv.DictReader(handle))
+
+    def write_json(self, name: str, data: dict) -> None:
+        (self.path / name).write_text(json.dumps(data, indent=2, default=str) + "\n")
+
+
+def write_meta(run_dir: Path, row: RunRow, extra: dict) -> None:
+    (run_dir / "meta.json").write_text(json.dumps({"row": asdict(row), **extra}, indent=2, default=str) + "\n")

@@ -1,0 +1,57 @@
+"""What a runtime offers the runner: a target, and a way to start a tool and find its processes."""
+from __future__ import annotations
+
+import subprocess
+from abc import ABC, abstractmethod
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import IO
+
+from harness.adapter import ToolAdapter
+from harness.sampling import PidSource
+from harness.target import Target
+
+
+def run(argv: list[str], check: bool = True, timeout: float | None = 120, **kwargs) -> subprocess.CompletedProcess:
+    """Run a short helper command, capturing its output as text."""
+    return subprocess.run(argv, check=check, timeout=timeout, capture_output=True, text=True, **kwargs)
+
+
+class Session(ABC):
+    """One tool's place to run, with the target reachable at ``target``."""
+
+    target: Target
+    cpus: int
+
+    @abstractmethod
+    def popen(self, argv: list[str], stdout: IO, stderr: IO) -> subprocess.Popen:
+        """Start the tool; the returned process ends when the tool ends."""
+
+    @abstractmethod
+    def pids(self, proc: subprocess.Popen) -> PidSource:
+        """The tool's current processes (host pids), for sampling and for killing on timeout."""
+
+    @abstractmethod
+    def version(self, adapter: ToolAdapter) -> str:
+        """The tool's version where it runs."""
+
+    def save_logs(self, run_dir: Path) -> None:
+        """Keep the target's log next to the run (where the runtime has one)."""
+
+
+class Runtime(AbstractContextManager, ABC):
+    """Entered once per suite; ``session`` is entered once per run."""
+
+    name: str
+
+    @abstractmethod
+    def prepare(self, adapters: list[ToolAdapter]) -> None:
+        """Check or build what the selected tools need; raise HarnessError with the fix."""
+
+    @abstractmethod
+    def session(self, adapter: ToolAdapter) -> AbstractContextManager[Session]:
+        """A fresh place to run ``adapter`` against the target."""
+
+    def describe(self) -> dict:
+        """Runtime facts for the results' environment metadata."""
+        return {}

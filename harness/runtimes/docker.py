@@ -1,0 +1,159 @@
+"""Docker: the target and a per-tool generator container on a Compose user network
+(docker/compose.yaml, 198.18.1.0/24). Each run gets a fresh project brought up and torn down.
+
+Images build locally FROM ``debian:bookworm-slim``; where that cannot be pulled (no registry),
+a base is made once with debootstrap + ``docker import`` (docker/base/build-base-image.sh).
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Iterator
+
+import psutil
+
+from harness import DOCKER_DIR, PREFIX, TOOLS_DIR
+from harness.adapter import ToolAdapter
+from harness.errors import HarnessError
+from harness.runtimes.base import Runtime, Session, run
+from harness.sampling import PidSource
+from harness.target import Target
+
+PROJECT = PREFIX
+COMPOSE_FILE = DOCKER_DIR / "compose.yaml"
+OFFICIAL_BASE, LOCAL_BASE = "debian:bookworm-slim", f"{PREFIX}-base:bookworm"
+TARGET_IP = "198.18.1.10"
+
+
+def docker_available() -> str | None:
+    """The daemon's version, or None if no daemon answers."""
+    try:
+        result = run(["docker", "version", "--format", "{{.Server.Version}}"], check=False, timeout=20)
+    except (FileNotFoundError, subprocess.TimeoutExpired):
+        return None
+    return result.stdout.strip() if result.returncode == 0 else None
+
+
+def compose_command() -> list[str]:
+    if run(["docker", "compose", "version"], check=False).returncode == 0:
+        return ["docker", "compose"]
+    if run(["docker-compose", "version"], check=False).returncode == 0:
+        return ["docker-compose"]
+    raise HarnessError("neither `docker compose` nor `docker-compose` works: run `make deps` (installs docker-compose)")
+
+
+def image_exists(name: str) -> bool:
+    return run(["docker", "image", "inspect", name], check=False).returncode == 0
+
+
+def ensure_base_image() -> str:
+    if image_exists(OFFICIAL_BASE) or image_exists(LOCAL_BASE):
+        return OFFICIAL_BASE if image_exists(OFFICIAL_BASE) else LOCAL_BASE
+    if run(["docker", "pull", OFFICIAL_BASE], check=False, timeout=300).returncode == 0:
+        return OFFICIAL_BASE
+    print(f"cannot pull {OFFICIAL_BASE}: building {LOCAL_BASE} with debootstrap (once)", flush=True)
+    result = subprocess.run(["bash", str(DOCKER_DIR / "base" / "build-base-image.sh"), LOCAL_BASE])
+    if result.returncode != 0:
+        raise HarnessError(f"could not pull {OFFICIAL_BASE} nor build {LOCAL_BASE}: install debootstrap or make the registry reachable")
+    return LOCAL_BASE
+
+
+def container_pids(container_id: str) -> set[int]:
+    """Host pids of every process in the container (docker exec'd ones included)."""
+    pids = set()
+    for proc in psutil.process_iter():
+        try:
+            with open(f"/proc/{proc.pid}/cgroup") as handle:
+                if container_id in handle.read():
+                    pids.add(proc.pid)
+        except OSError:
+            continue
+    return pids
+
+
+class DockerSession(Session):
+    def __init__(self, generator_id: str, target_id: str):
+        self.generator_id, self.target_id = generator_id, target_id
+        self.target = Target(TARGET_IP)
+        self.cpus = os.cpu_count() or 1
+        self._idle = container_pids(generator_id)  # docker-init and `sleep infinity`
+
+    def popen(self, argv: list[str], stdout: IO, stderr: IO) -> subprocess.Popen:
+        return subprocess.Popen(["docker", "exec", self.generator_id, *argv],
+                                stdout=stdout, stderr=stderr, stdin=subprocess.DEVNULL, start_new_session=True)
+
+    def pids(self, proc: subprocess.Popen) -> PidSource:
+        return lambda: container_pids(self.generator_id) - self._idle
+
+    def version(self, adapter: ToolAdapter) -> str:
+        result = run(["docker", "exec", self.generator_id, *adapter.version_command], check=False, timeout=60)
+        return adapter.parse_version(result.stdout + result.stderr)
+
+    def save_logs(self, run_dir: Path) -> None:
+        logs = run(["docker", "logs", self.target_id], check=False)
+        (run_dir / "target.log").write_text(logs.stdout + logs.stderr)
+
+
+class DockerRuntime(Runtime):
+    name = "docker"
+
+    def __init__(self, results_dir: Path | None = None) -> None:
+        self.results_dir = results_dir or Path("/tmp")
+        self.base_image = OFFICIAL_BASE
+
+    def _env(self, tool: str) -> dict[str, str]:
+        return {**os.environ, "LTH_TOOL": tool, "LTH_BASE_IMAGE": self.base_image,
+                "LTH_RESULTS_DIR": str(self.results_dir.resolve()), "LTH_TOOLS_DIR": str(TOOLS_DIR)}
+
+    def _compose(self, tool: str, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+        argv = [*self._compose_cmd, "-p", PROJECT, "-f", str(COMPOSE_FILE), *args]
+        return run(argv, check=False, timeout=timeout, env=self._env(tool))
+
+    def prepare(self, adapters: list[ToolAdapter]) -> None:
+        if docker_available() is None:
+            raise HarnessError("no Docker daemon answers: run `make deps` (installs and starts Docker) or start dockerd, "
+                               "or use RUNTIME=host")
+        self._compose_cmd = compose_command()
+        self.base_image = ensure_base_image()
+        self._build("target", adapters[0].name)
+        for adapter in adapters:
+            self._build("generator", adapter.name)
+
+    def _build(self, service: str, tool: str) -> None:
+        print(f"docker: building {service} image{' for ' + tool if service == 'generator' else ''} "
+              f"(base {self.base_image})", flush=True)
+        result = self._compose(tool, "build", service, timeout=3600)
+        if result.returncode != 0:
+            tail = (result.stdout + result.stderr).strip().splitlines()[-5:]
+            raise HarnessError(f"docker build of {service} ({tool}) failed: {' | '.join(tail)}")
+
+    def __exit__(self, *exc) -> None:
+        if hasattr(self, "_compose_cmd"):
+            self._down("wrk")
+
+    def _down(self, tool: str) -> None:
+        self._compose(tool, "down", "--volumes", "--remove-orphans", "--timeout", "2", timeout=120)
+
+    def _container_id(self, tool: str, service: str) -> str:
+        return self._compose(tool, "ps", "-q", service).stdout.strip()
+
+    @contextmanager
+    def session(self, adapter: ToolAdapter) -> Iterator[Session]:
+        self._down(adapter.name)  # a previous run's leftovers, if any
+        try:
+            up = self._compose(adapter.name, "up", "-d", "--no-build")
+            if up.returncode != 0:
+                raise HarnessError(f"docker runtime: compose up failed: {up.stderr.strip().splitlines()[-1:]}")
+            session = DockerSession(self._container_id(adapter.name, "generator"),
+                                    self._container_id(adapter.name, "target"))
+            session.target.wait_ready()
+            yield session
+        finally:
+            self._down(adapter.name)
+
+    def describe(self) -> dict:
+        return {"target": f"nginx container at {TARGET_IP} on compose network 198.18.1.0/24",
+                "docker_version": docker_available(), "base_image": self.base_image,
+                "compose": " ".join(getattr(self, "_compose_cmd", []))}

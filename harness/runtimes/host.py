@@ -1,0 +1,138 @@
+"""Bare metal: tools are plain processes in the root namespace; Nginx runs in a network
+namespace the harness creates, reached over a veth pair, so there is a real network hop.
+
+    root ns  lth-veth0 198.18.0.1/30  <-- veth -->  lth-veth1 198.18.0.2/30  netns lth-target (nginx)
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Iterator
+
+import psutil
+
+from harness import PREFIX, TARGET_DIR
+from harness.adapter import ToolAdapter
+from harness.errors import HarnessError
+from harness.runtimes.base import Runtime, Session, run
+from harness.sampling import PidSource
+from harness.target import Target
+
+NETNS = f"{PREFIX}-target"
+VETH_HOST, VETH_TARGET = f"{PREFIX}-veth0", f"{PREFIX}-veth1"
+HOST_IP, TARGET_IP, PREFIX_LEN = "198.18.0.1", "198.18.0.2", 30
+
+
+def process_tree(root_pid: int) -> set[int]:
+    try:
+        root = psutil.Process(root_pid)
+        return {root_pid, *(child.pid for child in root.children(recursive=True))}
+    except psutil.NoSuchProcess:
+        return set()
+
+
+def remove_namespace() -> None:
+    """Deleting the namespace removes the veth pair with it."""
+    run(["ip", "netns", "delete", NETNS], check=False)
+    run(["ip", "link", "delete", VETH_HOST], check=False)
+
+
+class HostSession(Session):
+    def __init__(self, target: Target):
+        self.target = target
+        self.cpus = os.cpu_count() or 1
+
+    def popen(self, argv: list[str], stdout: IO, stderr: IO) -> subprocess.Popen:
+        return subprocess.Popen(argv, stdout=stdout, stderr=stderr, stdin=subprocess.DEVNULL, start_new_session=True)
+
+    def pids(self, proc: subprocess.Popen) -> PidSource:
+        return lambda: process_tree(proc.pid)
+
+    def version(self, adapter: ToolAdapter) -> str:
+        result = run(adapter.version_command, check=False, timeout=60)
+        return adapter.parse_version(result.stdout + result.stderr)
+
+
+class HostRuntime(Runtime):
+    name = "host"
+
+    def __init__(self) -> None:
+        self._nginx: subprocess.Popen | None = None
+        self._workdir: Path | None = None
+
+    def prepare(self, adapters: list[ToolAdapter]) -> None:
+        if os.geteuid() != 0:
+            raise HarnessError("the host runtime creates a network namespace and needs root: run as root (sudo)")
+        for command in ("ip", "nginx", "top"):
+            if shutil.which(command) is None:
+                raise HarnessError(f"'{command}' is not installed: run `make deps` (iproute2, nginx, procps)")
+        missing = [a.name for a in adapters if shutil.which(a.version_command[0]) is None]
+        if missing:
+            raise HarnessError(f"not installed on the host: {', '.join(missing)}: run `make deps TOOLS={','.join(missing)}`")
+
+    def __enter__(self) -> "HostRuntime":
+        remove_namespace()  # leftovers of a killed run; these names are the harness's own
+        try:
+            self._create_namespace()
+            self._start_nginx()
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._nginx and self._nginx.poll() is None:
+            self._nginx.terminate()
+            try:
+                self._nginx.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._nginx.kill()
+        remove_namespace()
+        if self._workdir:
+            shutil.rmtree(self._workdir, ignore_errors=True)
+
+    def _create_namespace(self) -> None:
+        steps = [
+            ["ip", "netns", "add", NETNS],
+            ["ip", "link", "add", VETH_HOST, "type", "veth", "peer", "name", VETH_TARGET],
+            ["ip", "link", "set", VETH_TARGET, "netns", NETNS],
+            ["ip", "addr", "add", f"{HOST_IP}/{PREFIX_LEN}", "dev", VETH_HOST],
+            ["ip", "link", "set", VETH_HOST, "up"],
+            ["ip", "-n", NETNS, "addr", "add", f"{TARGET_IP}/{PREFIX_LEN}", "dev", VETH_TARGET],
+            ["ip", "-n", NETNS, "link", "set", VETH_TARGET, "up"],
+            ["ip", "-n", NETNS, "link", "set", "lo", "up"],
+        ]
+        for step in steps:
+            result = run(step, check=False)
+            if result.returncode != 0:
+                raise HarnessError(f"host runtime: `{' '.join(step)}` failed: {result.stderr.strip()}")
+
+    def _start_nginx(self) -> None:
+        self._workdir = Path(tempfile.mkdtemp(prefix=f"{PREFIX}-target-"))
+        shutil.copy(TARGET_DIR / "nginx.conf", self._workdir / "nginx.conf")
+        shutil.copytree(TARGET_DIR / "html", self._workdir / "html")
+        (self._workdir / "tmp").mkdir()
+        for path in [self._workdir, *self._workdir.rglob("*")]:
+            path.chmod(0o755 if path.is_dir() else 0o644)
+        self._nginx_log = (self._workdir / "nginx.log").open("w")
+        self._nginx = subprocess.Popen(
+            ["ip", "netns", "exec", NETNS, "nginx", "-p", f"{self._workdir}/", "-c", str(self._workdir / "nginx.conf")],
+            stdout=self._nginx_log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+        )
+        self.target = Target(TARGET_IP)
+        self.target.wait_ready()
+
+    @contextmanager
+    def session(self, adapter: ToolAdapter) -> Iterator[Session]:
+        if self._nginx is None or self._nginx.poll() is not None:
+            raise HarnessError("host runtime: nginx is not running; see nginx.log in the results folder")
+        yield HostSession(self.target)
+
+    def describe(self) -> dict:
+        nginx = run(["nginx", "-v"], check=False)
+        return {"target": f"nginx in netns {NETNS} at {TARGET_IP}, veth pair from the root namespace",
+                "nginx_version": nginx.stderr.strip()}

@@ -1,0 +1,108 @@
+"""Scenario files: YAML, validated on load with pydantic.
+
+A selector is ``FILE`` or ``FILE:id1,id2``; every error names the file, the field and
+what is allowed, in one line.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from harness.errors import HarnessError
+
+MAX_VUS = 100_000
+MAX_DURATION_S = 24 * 3600
+# At or below this RTT the scenario runs on the native hop, with no shaping.
+NATIVE_RTT_MS = 0.5
+
+
+class Scenario(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$", max_length=64)
+    vus: int = Field(gt=0, le=MAX_VUS, strict=True)
+    rtt_ms: float = Field(gt=0, le=10_000)
+    duration_s: int = Field(gt=0, le=MAX_DURATION_S, strict=True)
+
+    @property
+    def needs_shaping(self) -> bool:
+        return self.rtt_ms > NATIVE_RTT_MS
+
+    def with_duration(self, duration_s: int) -> "Scenario":
+        return self.model_copy(update={"duration_s": duration_s})
+
+
+class _Defaults(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    duration_s: int | None = Field(default=None, gt=0, le=MAX_DURATION_S, strict=True)
+
+
+class _ScenarioFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    defaults: _Defaults = _Defaults()
+    scenarios: list[dict] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _unique_ids(self) -> "_ScenarioFile":
+        ids = [s.get("id") for s in self.scenarios]
+        duplicates = sorted({str(i) for i in ids if ids.count(i) > 1})
+        if duplicates:
+            raise ValueError(f"duplicate scenario id(s) {', '.join(duplicates)}")
+        return self
+
+
+def _describe(err: ValidationError, model: type[BaseModel], prefix: str = "") -> str:
+    first = err.errors()[0]
+    field = ".".join(str(p) for p in (prefix, *first["loc"]) if p != "")
+    if first["type"] == "extra_forbidden":
+        return f"{field}: unknown field; allowed: {', '.join(model.model_fields)}"
+    got = first.get("input")
+    got_text = f" (got {got!r})" if not isinstance(got, (dict, list)) else ""
+    return f"{field or 'file'}: {first['msg']}{got_text}"
+
+
+def load_file(path: Path) -> list[Scenario]:
+    if not path.is_file():
+        raise HarnessError(f"scenario file {path} does not exist: pass an existing YAML file (see scenarios/)")
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark else ""
+        raise HarnessError(f"{path}: malformed YAML{where}: {getattr(exc, 'problem', exc)}") from None
+    if not isinstance(raw, dict):
+        raise HarnessError(f"{path}: expected a mapping with 'scenarios:' (a list of id/vus/rtt_ms), got {type(raw).__name__}")
+    try:
+        parsed = _ScenarioFile.model_validate(raw)
+    except ValidationError as exc:
+        raise HarnessError(f"{path}: {_describe(exc, _ScenarioFile)}") from None
+    scenarios = []
+    for index, item in enumerate(parsed.scenarios):
+        merged = {"duration_s": parsed.defaults.duration_s, **item} if isinstance(item, dict) else item
+        if isinstance(merged, dict) and merged.get("duration_s") is None:
+            merged.pop("duration_s")
+        try:
+            scenarios.append(Scenario.model_validate(merged))
+        except ValidationError as exc:
+            raise HarnessError(f"{path}: {_describe(exc, Scenario, f'scenarios[{index}]')}") from None
+    return scenarios
+
+
+def select(selector: str, duration_override: int | None = None) -> list[Scenario]:
+    """Resolve ``FILE`` or ``FILE:id1,id2`` to scenarios, in the order given."""
+    file_part, _, ids_part = selector.partition(":")
+    scenarios = load_file(Path(file_part))
+    if ids_part:
+        by_id = {s.id: s for s in scenarios}
+        wanted = [i.strip() for i in ids_part.split(",") if i.strip()]
+        unknown = [i for i in wanted if i not in by_id]
+        if unknown:
+            raise HarnessError(
+                f"{file_part}: unknown scenario id {', '.join(unknown)}; allowed: {', '.join(by_id)}"
+            )
+        scenarios = [by_id[i] for i in wanted]
+    if duration_override is not None:
+        scenarios = [s.with_duration(duration_override) for s in scenarios]
+    return scenarios

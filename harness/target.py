@@ -1,0 +1,80 @@
+"""The Nginx target: what it must serve, the check before any run, and its request counter."""
+from __future__ import annotations
+
+import http.client
+import re
+import time
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from harness import TARGET_DIR
+from harness.errors import HarnessError
+
+TARGET_FILE = "style.css"
+STATUS_PATH = "/nginx_status"
+
+
+def expected_body_length() -> int:
+    return (TARGET_DIR / "html" / TARGET_FILE).stat().st_size
+
+
+@dataclass(frozen=True)
+class Target:
+    host: str
+    port: int = 80
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}/{TARGET_FILE}"
+
+    def _connection(self, timeout_s: float = 5.0) -> http.client.HTTPConnection:
+        return http.client.HTTPConnection(self.host, self.port, timeout=timeout_s)
+
+    def wait_ready(self, timeout_s: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                self.requests_served()
+                return
+            except OSError as exc:
+                if time.monotonic() > deadline:
+                    raise HarnessError(f"target {self.host}:{self.port} did not answer within {timeout_s:.0f} s ({exc}); "
+                                       "see the target's log in the results folder") from None
+                time.sleep(0.2)
+
+    def verify(self) -> None:
+        """Refuse a target that does not serve the file with keep-alive (TechEmpower-style check)."""
+        expected = expected_body_length()
+        conn = self._connection()
+        try:
+            sockets = []
+            for attempt in range(3):
+                conn.request("GET", f"/{TARGET_FILE}")
+                response = conn.getresponse()
+                body = response.read()
+                if response.status != 200:
+                    raise HarnessError(f"target check failed: GET {self.url} returned {response.status}, expected 200")
+                if len(body) != expected:
+                    raise HarnessError(f"target check failed: {self.url} body is {len(body)} bytes, expected {expected}")
+                if response.will_close:
+                    raise HarnessError(f"target check failed: {self.url} closes the connection; keep-alive must be on")
+                sockets.append(id(conn.sock))
+            if len(set(sockets)) != 1:
+                raise HarnessError(f"target check failed: {self.url} did not reuse the connection (keep-alive)")
+        except OSError as exc:
+            raise HarnessError(f"target {self.url} is unreachable ({exc}); check the runtime's network") from None
+        finally:
+            conn.close()
+
+    def requests_served(self) -> int:
+        """Nginx's stub_status request total (it counts this request too)."""
+        conn = self._connection()
+        try:
+            conn.request("GET", STATUS_PATH)
+            text = conn.getresponse().read().decode()
+        finally:
+            conn.close()
+        match = re.search(r"^\s*\d+\s+\d+\s+(\d+)\s*$", text, re.MULTILINE)
+        if not match:
+            raise HarnessError(f"target {self.host}: unexpected stub_status output {text[:80]!r}")
+        return int(match.group(1))

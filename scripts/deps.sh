@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Installs what the harness needs on a Debian/Ubuntu machine, idempotently:
+#   system packages (iproute2, procps, nginx, debootstrap, curl), a Docker engine with a daemon
+#   running (skipped with NEED_DOCKER=0), the host installs of the selected tools
+#   (tools/<id>/install.sh), and the Python venv (.venv).
+# Usage: scripts/deps.sh [TOOLS]   (TOOLS: comma-separated ids or "all")
+set -euo pipefail
+cd "$(dirname "$0")/.."
+TOOLS="${1:-all}"
+NEED_DOCKER="${NEED_DOCKER:-1}"
+
+die() { echo "deps: $*" >&2; exit 1; }
+[ "$(id -u)" = 0 ] || die "run as root (the harness creates network namespaces and installs packages): sudo make ..."
+command -v apt-get >/dev/null || die "no apt-get: install iproute2, procps, nginx, docker and python3-venv yourself, then rerun"
+
+apt_updated=0
+apt_install() {
+  local missing=()
+  for pkg in "$@"; do dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" || missing+=("$pkg"); done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  if [ $apt_updated = 0 ]; then apt-get update -qq; apt_updated=1; fi
+  echo "deps: installing ${missing[*]}"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null \
+    || die "apt-get could not install ${missing[*]}: install them by hand and rerun"
+}
+
+apt_install iproute2 procps nginx debootstrap curl ca-certificates git
+
+# Docker: use a daemon that answers; otherwise install Debian's engine and start one whose
+# networks stay in 198.18.0.0/15 (the harness's own networks use 198.18.0.0/16).
+if [ "$NEED_DOCKER" = 1 ] && ! docker version --format '{{.Server.Version}}' >/dev/null 2>&1; then
+  command -v dockerd >/dev/null || apt_install docker.io
+  if ! docker version >/dev/null 2>&1; then
+    echo "deps: starting dockerd (log: /var/log/lth-dockerd.log)"
+    setsid dockerd --bip 198.19.0.1/24 --default-address-pool base=198.19.128.0/17,size=24 \
+      >/var/log/lth-dockerd.log 2>&1 < /dev/null &
+    for _ in $(seq 60); do docker version >/dev/null 2>&1 && break; sleep 1; done
+    docker version >/dev/null 2>&1 || die "dockerd did not start: see /var/log/lth-dockerd.log"
+  fi
+fi
+if [ "$NEED_DOCKER" = 1 ] && ! docker compose version >/dev/null 2>&1; then
+  command -v docker-compose >/dev/null || apt_install docker-compose
+fi
+
+# Python venv with the harness and its dependencies.
+if [ ! -x .venv/bin/python ]; then
+  python3 -m venv .venv 2>/dev/null || { apt_install python3-venv; rm -rf .venv; python3 -m venv .venv; }
+fi
+if [ ! -f .venv/.installed ] || [ pyproject.toml -nt .venv/.installed ]; then
+  .venv/bin/pip install -q --upgrade pip >/dev/null
+  .venv/bin/pip install -q -e '.[test]' || die "pip could not install the harness's Python dependencies"
+  touch .venv/.installed
+fi
+
+# Host installs of the selected tools.
+if [ "$TOOLS" = all ]; then TOOLS=$(ls tools/*/install.sh | cut -d/ -f2 | paste -sd,); fi
+for tool in ${TOOLS//,/ }; do
+  [ -x "tools/$tool/install.sh" ] || die "unknown tool '$tool': no tools/$tool/install.sh (see tools/README.md)"
+  "tools/$tool/install.sh" || die "installing $tool failed (tools/$tool/install.sh)"
+done

@@ -1,0 +1,24 @@
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+def harness(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
+    """Run the harness CLI exactly as users do (python -m harness ...)."""
+    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=REPO, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def require_root_tools(*commands: str) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("end-to-end tests need root (network namespaces): run `make test` as root")
+    missing = [c for c in commands if shutil.which(c) is None]
+    if missing:
+        pytest.skip(f"not installed: {', '.join(missing)}: run `make deps`")

@@ -1,0 +1,40 @@
+import subprocess
+import sys
+
+import pytest
+
+from harness.runtimes.host import process_tree
+from harness.sampling import Sample, TopSampler, parse_kib, summarise
+
+
+def test_top_units_are_converted_to_kib():
+    assert parse_kib("5120") == 5120
+    assert parse_kib("1.5m") == 1536
+    assert parse_kib("2.0g") == 2 * 1024**2
+
+
+def test_first_frame_cpu_is_dropped_and_empty_frames_ignored():
+    samples = [Sample(0, 10, 500.0, 1, True), Sample(1, 20, 50.0, 1, False),
+               Sample(2, 30, 70.0, 1, False), Sample(3, 0, 0.0, 0, False)]
+    usage = summarise(samples)
+    assert usage.mem_avg_mb == 20 and usage.mem_peak_mb == 30
+    assert usage.cpu_avg_pct == 60
+    assert usage.samples == 3
+
+
+def test_nothing_sampled_means_unknown_not_zero():
+    usage = summarise([Sample(0, 0, 0, 0, True)])
+    assert usage.mem_avg_mb is None and usage.cpu_avg_pct is None
+
+
+def test_top_sees_a_real_child_process_memory_and_cpu():
+    # A child holding ~64 MiB and spinning a core for ~3.5 s, sampled through its parent.
+    code = ("import time; b = bytearray(64 * 1024 * 1024); b[::4096] = b'x' * len(b[::4096]); "
+            "t = time.time()\nwhile time.time() - t < 3.5: pass")
+    parent = subprocess.Popen(["sh", "-c", f"{sys.executable} -c \"{code}\"; true"])
+    with TopSampler(lambda: process_tree(parent.pid)) as sampler:
+        parent.wait(timeout=30)
+    usage = summarise(sampler.samples)
+    assert usage.samples >= 3
+    assert usage.mem_peak_mb == pytest.approx(64 + 10, abs=12)   # the bytearray plus the interpreter
+    assert usage.cpu_avg_pct > 50

@@ -1,0 +1,69 @@
+"""ApacheBench (ab): C, a single thread, fixed concurrency."""
+import csv
+import re
+
+from harness.adapter import Metrics, ParseError, RunSpec, ToolAdapter, ToolOutput
+
+PERCENTILE_FILE = "ab-percentiles.csv"
+# ab sizes its per-request table from -n up front; this bound is far above what one ab thread
+# can reach, so -t (the duration) is what ends the run.
+MAX_RATE_PER_S = 100_000
+
+
+def _field(stdout: str, label: str) -> str | None:
+    match = re.search(rf"^{re.escape(label)}:\s+([\d.]+)", stdout, re.MULTILINE)
+    return match.group(1) if match else None
+
+
+def _float(text: str | None) -> float | None:
+    return float(text) if text is not None else None
+
+
+class ApacheBench(ToolAdapter):
+    name = "ab"
+    version_command = ["ab", "-V"]
+    concurrency_model = "-c VUs keep-alive connections (-k), one thread; -t duration with a huge -n"
+
+    def command(self, spec: RunSpec) -> list[str]:
+        # -n must follow -t: -t resets the request count to 50000.
+        return [
+            "ab", "-k", "-q", "-r", "-c", str(spec.vus), "-t", str(spec.duration_s),
+            "-n", str(spec.duration_s * MAX_RATE_PER_S),
+            "-e", str(spec.out_dir / PERCENTILE_FILE), spec.url,
+        ]
+
+    def parse(self, output: ToolOutput) -> Metrics:
+        text = output.stdout
+        complete, taken = _field(text, "Complete requests"), _field(text, "Time taken for tests")
+        if complete is None or taken is None:
+            raise ParseError("ab printed no 'Complete requests'/'Time taken' summary")
+        failed = int(_field(text, "Failed requests") or 0)
+        non_2xx = int(_field(text, "Non-2xx responses") or 0)
+        percentiles = self._percentiles(output)
+        requests, measured_s = int(complete), float(taken)
+        keep_alive = int(_field(text, "Keep-Alive requests") or 0)
+        notes = [] if keep_alive == requests else [f"only {keep_alive} of {requests} requests used keep-alive"]
+        return Metrics(
+            requests=requests,
+            errors=failed + non_2xx,
+            rps=_float(_field(text, "Requests per second")),
+            measured_s=measured_s,
+            lat_min_ms=percentiles[0], lat_p50_ms=percentiles[50], lat_p75_ms=percentiles[75],
+            lat_p90_ms=percentiles[90], lat_p95_ms=percentiles[95], lat_p99_ms=percentiles[99],
+            lat_max_ms=percentiles[100],
+            lat_mean_ms=_float(_field(text, "Time per request")),
+            source="percentiles, min, max: ab -e CSV (us resolution); mean: ab's first 'Time per request' "
+                   "(concurrency x time taken / requests); rps: ab's 'Requests per second'",
+            notes=notes,
+        )
+
+    def _percentiles(self, output: ToolOutput) -> dict[int, float]:
+        path = output.file(PERCENTILE_FILE)
+        if not path.is_file():
+            raise ParseError(f"ab wrote no percentile file {PERCENTILE_FILE}")
+        with path.open() as handle:
+            rows = list(csv.reader(handle))[1:]
+        values = {int(float(p)): float(ms) for p, ms in rows}
+        if len(values) < 101:
+            raise ParseError(f"{PERCENTILE_FILE} holds {len(values)} of 101 percentile rows")
+        return values
