@@ -47,8 +47,10 @@ if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv 2>/dev/null || { apt_install python3-venv; rm -rf .venv; python3 -m venv .venv; }
 fi
 if [ ! -f .venv/.installed ] || [ pyproject.toml -nt .venv/.installed ]; then
-  .venv/bin/pip install -q --upgrade pip >/dev/null
-  .venv/bin/pip install -q -e '.[test]' || die "pip could not install the harness's Python dependencies"
+  echo "deps: installing the harness's Python dependencies into .venv (log: .venv/pip.log)"
+  .venv/bin/pip install --upgrade pip >.venv/pip.log 2>&1
+  .venv/bin/pip install -e '.[test]' >>.venv/pip.log 2>&1 \
+    || { tail -5 .venv/pip.log >&2; die "pip could not install the harness's Python dependencies (.venv/pip.log)"; }
   touch .venv/.installed
 fi
 
