@@ -28,6 +28,7 @@ class ToolOutput:
     stdout: str
     stderr: str
     exit_code: int
+    launched_at: float = 0.0          # epoch seconds when the tool's process was started
 
     def file(self, name: str) -> Path:
         return self.spec.out_dir / name
@@ -41,6 +42,10 @@ class Metrics:
     errors: int | None = None
     rps: float | None = None
     measured_s: float | None = None   # the load window as the tool itself timed it
+    # Seconds from launch to the first request, for tools with a start-up phase (JVM, compile,
+    # spawning workers), from the tool's own timestamps. The load window is then
+    # [load_start_s, load_start_s + measured_s]: memory and CPU averages cover only that window.
+    load_start_s: float | None = None
     lat_min_ms: float | None = None
     lat_mean_ms: float | None = None
     lat_p50_ms: float | None = None
@@ -58,12 +63,17 @@ class ParseError(Exception):
 
 
 class ToolAdapter(ABC):
-    name: ClassVar[str]
+    name: str                         # the tool id in TOOLS= and in results
     # Command printing the tool's version; run where the tool runs (host or container).
     version_command: ClassVar[list[str]]
     # One line on how VUs map to the tool's knobs, shown by `list-tools` and kept in meta.json.
     concurrency_model: ClassVar[str]
-    folder: Path = Path()             # set by discovery: tools/<name>/
+    folder: Path = Path()             # set by discovery: tools/<folder>/ (Dockerfile, install.sh)
+
+    def variants(self) -> list["ToolAdapter"]:
+        """Named variants that appear as separate tools (e.g. locust and locust-http).
+        Override to return several configured instances; each needs its own ``name``."""
+        return [self]
 
     @abstractmethod
     def command(self, spec: RunSpec) -> list[str]:

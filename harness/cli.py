@@ -57,9 +57,14 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _list_tools() -> int:
+    from harness.runtimes.docker import docker_available, image_exists, tool_image
+    from harness.runtimes.host import host_version
+    docker_up = docker_available() is not None
+    print(f"{'tool':13} {'folder':10} {'host':18} {'docker image':14} concurrency model")
     for adapter in registry.discover().values():
-        installed = "installed" if shutil.which(adapter.version_command[0]) else "not installed"
-        print(f"{adapter.name:12} host: {installed:14} {adapter.concurrency_model}")
+        host = host_version(adapter) if shutil.which(adapter.version_command[0]) else "not installed"
+        image = ("built" if image_exists(tool_image(adapter)) else "not built") if docker_up else "no daemon"
+        print(f"{adapter.name:13} {adapter.folder.name:10} {host:18} {image:14} {adapter.concurrency_model}")
     return 0
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.runtimes.base import Session
-from harness.sampling import TopSampler, Usage, summarise
+from harness.sampling import Sample, TopSampler
 
 STDOUT, STDERR, SAMPLES = "stdout.txt", "stderr.txt", "samples.csv"
 
@@ -19,7 +19,8 @@ class Execution:
     exit_code: int | None
     timed_out: bool
     wall_s: float
-    usage: Usage
+    launched_at: float               # epoch seconds
+    samples: list[Sample]            # t_s counted from launch
     stdout: str
     stderr: str
 
@@ -46,7 +47,7 @@ def stop_tool(proc: subprocess.Popen, pids: set[int]) -> None:
 
 
 def execute(session: Session, argv: list[str], run_dir: Path, timeout_s: float) -> Execution:
-    started = time.monotonic()
+    started, launched_at = time.monotonic(), time.time()
     timed_out = False
     with (run_dir / STDOUT).open("w") as out, (run_dir / STDERR).open("w") as err:
         proc = session.popen(argv, out, err)
@@ -65,7 +66,8 @@ def execute(session: Session, argv: list[str], run_dir: Path, timeout_s: float) 
         exit_code=proc.returncode,
         timed_out=timed_out,
         wall_s=time.monotonic() - started,
-        usage=summarise(sampler.samples),
+        launched_at=launched_at,
+        samples=sampler.samples,
         stdout=(run_dir / STDOUT).read_text(errors="replace"),
         stderr=(run_dir / STDERR).read_text(errors="replace"),
     )

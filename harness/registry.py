@@ -23,9 +23,9 @@ def discover(tools_dir: Path = TOOLS_DIR) -> dict[str, ToolAdapter]:
         module = _load_module(adapter_file)
         for _, cls in inspect.getmembers(module, inspect.isclass):
             if issubclass(cls, ToolAdapter) and not inspect.isabstract(cls) and cls.__module__ == module.__name__:
-                adapter = cls()
-                adapter.folder = adapter_file.parent
-                adapters[adapter.name] = adapter
+                for adapter in cls().variants():
+                    adapter.folder = adapter_file.parent
+                    adapters[adapter.name] = adapter
     return adapters
 
 

@@ -41,6 +41,8 @@ class RunRow:
     status: str = "failed"
     error: str = ""
     measured_s: float | None = None      # the load window as the tool timed it
+    startup_s: float | None = None       # launch to first request (tools with a start-up phase)
+    mem_startup_peak_mb: float | None = None  # RSS peak outside the load window (start-up, report)
     started_at: str = ""
     run_dir: str = ""                    # relative to the results folder
 

@@ -14,10 +14,11 @@ from pathlib import Path
 from rich.console import Console
 
 from harness import PREFIX, environment
-from harness.adapter import ParseError, RunSpec, ToolAdapter
+from harness.adapter import ParseError, RunSpec, ToolAdapter, ToolOutput
 from harness.errors import HarnessError
 from harness.execution import Execution, execute
 from harness.results import ResultsFolder, RunRow, write_meta
+from harness.sampling import summarise
 from harness.runtimes import Runtime, make_runtime
 from harness.scenarios import Scenario
 
@@ -58,18 +59,22 @@ def _raise_on_sigterm(*_: object) -> None:
 
 def fill_metrics(row: RunRow, adapter: ToolAdapter, spec: RunSpec, execution: Execution) -> dict:
     """Parse the tool's output into the row; returns what meta.json should add."""
-    from harness.adapter import ToolOutput
-    output = ToolOutput(spec, execution.stdout, execution.stderr, execution.exit_code or 0)
-    usage = execution.usage
-    row.mem_avg_mb, row.mem_peak_mb, row.cpu_avg_pct = usage.mem_avg_mb, usage.mem_peak_mb, usage.cpu_avg_pct
+    output = ToolOutput(spec, execution.stdout, execution.stderr, execution.exit_code or 0, execution.launched_at)
     try:
         metrics = adapter.parse(output)
     except (ParseError, ValueError, KeyError) as exc:
         metrics, row.error = None, f"could not parse {adapter.name}'s output: {exc}"
+    window = None
     if metrics is not None:
         for name in ("requests", "errors", "rps", "measured_s", "lat_min_ms", "lat_mean_ms", "lat_p50_ms",
                      "lat_p75_ms", "lat_p90_ms", "lat_p95_ms", "lat_p99_ms", "lat_max_ms"):
             setattr(row, name, getattr(metrics, name))
+        if metrics.load_start_s is not None and metrics.measured_s is not None:
+            row.startup_s = metrics.load_start_s
+            window = (metrics.load_start_s, metrics.load_start_s + metrics.measured_s)
+    usage = summarise(execution.samples, window)
+    row.mem_avg_mb, row.mem_peak_mb, row.cpu_avg_pct = usage.mem_avg_mb, usage.mem_peak_mb, usage.cpu_avg_pct
+    row.mem_startup_peak_mb = usage.mem_outside_peak_mb
     if execution.timed_out:
         row.status, row.error = "timeout", f"still running {grace_s(spec.duration_s):.0f} s after its duration: killed"
     elif execution.exit_code != 0:

@@ -34,6 +34,7 @@ class Usage:
     mem_peak_mb: float | None
     cpu_avg_pct: float | None
     samples: int
+    mem_outside_peak_mb: float | None = None   # peak before/after the load window (start-up, report)
 
 
 def parse_kib(text: str) -> float:
@@ -44,16 +45,21 @@ def parse_kib(text: str) -> float:
     return float(text)
 
 
-def summarise(samples: list[Sample]) -> Usage:
-    kept = [s for s in samples if s.processes > 0]
-    if not kept:
-        return Usage(None, None, None, 0)
-    cpu = [s.cpu_pct for s in kept if not s.first_frame]
+def summarise(samples: list[Sample], window: tuple[float, float] | None = None) -> Usage:
+    """Average and peak over the samples in the load ``window`` (seconds since launch; all
+    samples when None); the peak outside it is kept apart."""
+    alive = [s for s in samples if s.processes > 0]
+    inside = [s for s in alive if window is None or window[0] <= s.t_s <= window[1]]
+    outside = [s for s in alive if s not in inside]
+    if not inside:
+        return Usage(None, None, None, 0, max((s.rss_mb for s in outside), default=None))
+    cpu = [s.cpu_pct for s in inside if not s.first_frame]
     return Usage(
-        mem_avg_mb=fmean(s.rss_mb for s in kept),
-        mem_peak_mb=max(s.rss_mb for s in kept),
+        mem_avg_mb=fmean(s.rss_mb for s in inside),
+        mem_peak_mb=max(s.rss_mb for s in inside),
         cpu_avg_pct=fmean(cpu) if cpu else None,
-        samples=len(kept),
+        samples=len(inside),
+        mem_outside_peak_mb=max((s.rss_mb for s in outside), default=None),
     )
 
 

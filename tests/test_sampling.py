@@ -38,3 +38,12 @@ def test_top_sees_a_real_child_process_memory_and_cpu():
     assert usage.samples >= 3
     assert usage.mem_peak_mb == pytest.approx(64 + 10, abs=12)   # the bytearray plus the interpreter
     assert usage.cpu_avg_pct > 50
+
+
+def test_load_window_separates_startup_peak_from_steady_figures():
+    samples = [Sample(0, 300, 90.0, 1, True), Sample(1, 400, 150.0, 1, False),   # JVM start-up
+               Sample(2, 100, 40.0, 1, False), Sample(3, 120, 60.0, 1, False),   # load window
+               Sample(4, 500, 90.0, 1, False)]                                   # report generation
+    usage = summarise(samples, window=(1.5, 3.5))
+    assert usage.mem_avg_mb == 110 and usage.mem_peak_mb == 120 and usage.cpu_avg_pct == 50
+    assert usage.mem_outside_peak_mb == 500

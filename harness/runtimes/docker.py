@@ -60,6 +60,11 @@ def ensure_base_image() -> str:
     return LOCAL_BASE
 
 
+def tool_image(adapter: ToolAdapter) -> str:
+    """The generator image of an adapter's folder (variants share it); named as in compose.yaml."""
+    return f"{PREFIX}-tool-{adapter.folder.name}:latest"
+
+
 def container_pids(container_id: str) -> set[int]:
     """Host pids of every process in the container (docker exec'd ones included)."""
     pids = set()
@@ -117,9 +122,9 @@ class DockerRuntime(Runtime):
                                "or use RUNTIME=host")
         self._compose_cmd = compose_command()
         self.base_image = ensure_base_image()
-        self._build("target", adapters[0].name)
-        for adapter in adapters:
-            self._build("generator", adapter.name)
+        self._build("target", adapters[0].folder.name)
+        for folder in dict.fromkeys(a.folder.name for a in adapters):  # variants share an image
+            self._build("generator", folder)
 
     def _build(self, service: str, tool: str) -> None:
         print(f"docker: building {service} image{' for ' + tool if service == 'generator' else ''} "
@@ -141,17 +146,17 @@ class DockerRuntime(Runtime):
 
     @contextmanager
     def session(self, adapter: ToolAdapter) -> Iterator[Session]:
-        self._down(adapter.name)  # a previous run's leftovers, if any
+        tool = adapter.folder.name
+        self._down(tool)  # a previous run's leftovers, if any
         try:
-            up = self._compose(adapter.name, "up", "-d", "--no-build")
+            up = self._compose(tool, "up", "-d", "--no-build")
             if up.returncode != 0:
                 raise HarnessError(f"docker runtime: compose up failed: {up.stderr.strip().splitlines()[-1:]}")
-            session = DockerSession(self._container_id(adapter.name, "generator"),
-                                    self._container_id(adapter.name, "target"))
+            session = DockerSession(self._container_id(tool, "generator"), self._container_id(tool, "target"))
             session.target.wait_ready()
             yield session
         finally:
-            self._down(adapter.name)
+            self._down(tool)
 
     def describe(self) -> dict:
         return {"target": f"nginx container at {TARGET_IP} on compose network 198.18.1.0/24",

@@ -35,6 +35,11 @@ def process_tree(root_pid: int) -> set[int]:
         return set()
 
 
+def host_version(adapter: ToolAdapter) -> str:
+    result = run(adapter.version_command, check=False, timeout=60)
+    return adapter.parse_version(result.stdout + result.stderr)
+
+
 def remove_namespace() -> None:
     """Deleting the namespace removes the veth pair with it."""
     run(["ip", "netns", "delete", NETNS], check=False)
@@ -53,8 +58,7 @@ class HostSession(Session):
         return lambda: process_tree(proc.pid)
 
     def version(self, adapter: ToolAdapter) -> str:
-        result = run(adapter.version_command, check=False, timeout=60)
-        return adapter.parse_version(result.stdout + result.stderr)
+        return host_version(adapter)
 
 
 class HostRuntime(Runtime):
