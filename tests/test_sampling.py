@@ -47,3 +47,11 @@ def test_load_window_separates_startup_peak_from_steady_figures():
     usage = summarise(samples, window=(1.5, 3.5))
     assert usage.mem_avg_mb == 110 and usage.mem_peak_mb == 120 and usage.cpu_avg_pct == 50
     assert usage.mem_outside_peak_mb == 500
+
+
+def test_nearest_rank_percentiles_are_observed_values():
+    from harness.stats import latency_metrics
+    metrics = latency_metrics([float(v) for v in range(1, 101)], requests=100)
+    assert (metrics.lat_p50_ms, metrics.lat_p99_ms, metrics.lat_max_ms) == (50.0, 99.0, 100.0)
+    assert metrics.lat_mean_ms == 50.5 and metrics.requests == 100
+    assert latency_metrics([], requests=0).lat_p50_ms is None
