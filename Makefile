@@ -5,10 +5,11 @@ TOOLS     ?= all
 SCENARIOS ?= scenarios/shootout.yaml
 RUNTIME   ?= docker
 DURATION  ?=
+SHAPER    ?= auto
 # Tools the test suite runs end to end.
 TEST_TOOLS := wrk,ab
 
-RUN_ARGS = --tools $(TOOLS) --scenarios $(SCENARIOS) --runtime $(RUNTIME) $(if $(DURATION),--duration $(DURATION))
+RUN_ARGS = --tools $(TOOLS) --scenarios $(SCENARIOS) --runtime $(RUNTIME) --shaper $(SHAPER) $(if $(DURATION),--duration $(DURATION))
 
 .PHONY: deps bench-all bench-quick test list-tools
 

@@ -10,6 +10,7 @@ from harness import REPO_ROOT, registry, scenarios
 from harness.errors import HarnessError
 from harness.runner import Plan, run_suite
 from harness.runtimes import RUNTIMES
+from harness.shaping import SHAPERS
 
 
 class _Parser(argparse.ArgumentParser):
@@ -37,6 +38,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--scenarios", default=str(REPO_ROOT / "scenarios" / "shootout.yaml"),
                      help="FILE or FILE:id1,id2 (default: scenarios/shootout.yaml)")
     run.add_argument("--runtime", default="docker", choices=RUNTIMES, help="where tools run (default: docker)")
+    run.add_argument("--shaper", default="auto", choices=SHAPERS,
+                     help="how RTTs above the native hop are made: netem, toxiproxy, or auto (netem if the kernel has it)")
     run.add_argument("--duration", type=_positive_int, help="override every scenario's duration (seconds)")
     run.add_argument("--results-root", type=Path, default=REPO_ROOT / "results",
                      help="where results/<timestamp>-<runtime>/ folders go (default: results/)")
@@ -47,7 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _run(args: argparse.Namespace) -> int:
     plan = Plan(runtime=args.runtime, tools=registry.select(args.tools),
-                scenarios=scenarios.select(args.scenarios, args.duration), results_root=args.results_root)
+                scenarios=scenarios.select(args.scenarios, args.duration), results_root=args.results_root,
+                shaper=args.shaper)
     folder, rows = run_suite(plan)
     failed = [r for r in rows if r.status != "ok"]
     print(f"\n{len(rows) - len(failed)} of {len(rows)} runs ok; results in {folder.path}")

@@ -40,6 +40,10 @@ class RunRow:
     server_requests: int | None = None
     status: str = "failed"
     error: str = ""
+    shaper: str = "none"                 # how the RTT was made: netem | toxiproxy | none
+    rtt_measured_ms: float | None = None # median RTT from the tool's position, before the run
+    rtt_ok: bool | None = None           # within max(10%, 0.5 ms) of rtt_target_ms
+    lat_added_ms: float | None = None    # lat_p50_ms - rtt_measured_ms: latency the tool adds
     measured_s: float | None = None      # the load window as the tool timed it
     startup_s: float | None = None       # launch to first request (tools with a start-up phase)
     mem_startup_peak_mb: float | None = None  # RSS peak outside the load window (start-up, report)

@@ -19,6 +19,7 @@ from harness.errors import HarnessError
 from harness.execution import Execution, execute
 from harness.results import ResultsFolder, RunRow, write_meta
 from harness.sampling import summarise
+from harness.shaping import ShaperChoice, choose_shaper, measure_rtt, netem_available, rtt_ok, shaped
 from harness.runtimes import Runtime, make_runtime
 from harness.scenarios import Scenario
 
@@ -33,6 +34,7 @@ class Plan:
     tools: list[ToolAdapter]
     scenarios: list[Scenario]
     results_root: Path
+    shaper: str = "auto"          # auto | netem | toxiproxy
 
     @property
     def runs(self) -> list[tuple[Scenario, ToolAdapter]]:
@@ -86,32 +88,40 @@ def fill_metrics(row: RunRow, adapter: ToolAdapter, spec: RunSpec, execution: Ex
             "wall_s": execution.wall_s, "samples": usage.samples}
 
 
-def run_one(runtime: Runtime, adapter: ToolAdapter, scenario: Scenario, folder: ResultsFolder) -> RunRow:
+def run_one(runtime: Runtime, adapter: ToolAdapter, scenario: Scenario, folder: ResultsFolder,
+            shaper: str = "none") -> RunRow:
+    """One run; ``shaper`` is how the scenario's RTT is made where it needs shaping (netem|toxiproxy)."""
     run_dir = folder.run_dir(scenario.id, adapter.name)
     row = RunRow(tool=adapter.name, tool_version=None, runtime=runtime.name, scenario=scenario.id,
                  vus=scenario.vus, rtt_target_ms=scenario.rtt_ms, duration_s=scenario.duration_s,
+                 shaper=shaper if scenario.needs_shaping else "none",
                  started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
                  run_dir=str(run_dir.relative_to(folder.path)))
     meta: dict = {"concurrency_model": adapter.concurrency_model, "scenario": scenario.model_dump()}
     try:
-        if scenario.needs_shaping:
-            raise HarnessError(f"scenario {scenario.id} needs {scenario.rtt_ms} ms RTT shaping, which this harness "
-                               "version does not do yet; it is not run unshaped")
-        with runtime.session(adapter) as session:
+        with runtime.session(adapter) as session, \
+                shaped(session, row.shaper, scenario.rtt_ms, scenario.vus, run_dir) as target:
             row.tool_version = session.version(adapter)
-            session.target.verify()
-            spec = RunSpec(url=session.target.url, vus=scenario.vus, duration_s=scenario.duration_s,
+            target.verify()
+            row.rtt_measured_ms = measure_rtt(session, target)
+            row.rtt_ok = rtt_ok(row.rtt_measured_ms, scenario.rtt_ms)
+            if not row.rtt_ok:
+                console.print(f"   [yellow]warning[/]: measured RTT {row.rtt_measured_ms:.2f} ms misses the "
+                              f"target {scenario.rtt_ms} ms by more than max(10%, 0.5 ms); row flagged rtt_ok=false")
+            spec = RunSpec(url=target.url, vus=scenario.vus, duration_s=scenario.duration_s,
                            out_dir=run_dir, cpus=session.cpus)
             argv = adapter.command(spec)
             meta["command"] = argv
-            before = session.target.requests_served()
+            before = target.requests_served()
             execution = execute(session, argv, run_dir, scenario.duration_s + grace_s(scenario.duration_s))
             # stub_status counts its own request: `after` includes one status request beyond `before`.
-            row.server_requests = session.target.requests_served() - before - 1
+            row.server_requests = target.requests_served() - before - 1
             session.save_logs(run_dir)
         meta.update(fill_metrics(row, adapter, spec, execution))
     except HarnessError as exc:
         row.status, row.error = "failed", str(exc)
+    if row.lat_p50_ms is not None and row.rtt_measured_ms is not None:
+        row.lat_added_ms = row.lat_p50_ms - row.rtt_measured_ms
     write_meta(run_dir, row, meta)
     return row
 
@@ -124,22 +134,34 @@ def _report(index: int, total: int, scenario: Scenario, adapter: ToolAdapter, ru
 
 def _summarise(row: RunRow) -> None:
     if row.status == "ok":
-        console.print(f"   ok: {row.rps:,.0f} rps, p50 {row.lat_p50_ms} ms, server counted {row.server_requests:,} "
-                      f"of {row.requests:,}, mem {row.mem_avg_mb or 0:.1f} MiB")
+        console.print(f"   ok: {row.rps:,.0f} rps, p50 {row.lat_p50_ms} ms (RTT {row.rtt_measured_ms:.2f} ms, "
+                      f"{row.shaper}), server counted {row.server_requests:,} of {row.requests:,}, "
+                      f"mem {row.mem_avg_mb or 0:.1f} MiB")
     else:
         console.print(f"   [red]{row.status}[/]: {row.error}")
+
+
+def _choose_shaper(plan: Plan) -> ShaperChoice:
+    needs = any(s.needs_shaping for s in plan.scenarios)
+    netem_ok, netem_error = netem_available() if needs else (False, "")
+    choice = choose_shaper(plan.shaper, needs, netem_ok, netem_error)
+    if needs:
+        console.print(f"RTT shaping: {choice.kind} ({choice.reason})")
+    return choice
 
 
 def run_suite(plan: Plan) -> tuple[ResultsFolder, list[RunRow]]:
     lock = _single_instance()
     previous = signal.signal(signal.SIGTERM, _raise_on_sigterm)
     try:
+        runtime = make_runtime(plan.runtime, plan.results_root)
+        runtime.prepare(plan.tools)
+        shaper = _choose_shaper(plan)
         plan.results_root.mkdir(parents=True, exist_ok=True)
         folder = ResultsFolder.create(plan.results_root, plan.runtime)
         console.print(f"results: {folder.path}")
-        runtime = make_runtime(plan.runtime, plan.results_root)
-        runtime.prepare(plan.tools)
-        folder.write_json("environment.json", environment.collect({"runtime": plan.runtime, **runtime.describe()}))
+        folder.write_json("environment.json", environment.collect(
+            {"runtime": plan.runtime, "shaper": shaper.kind, "shaper_reason": shaper.reason, **runtime.describe()}))
         rows = []
         runs = plan.runs
         overhead_s, started = SETUP_ESTIMATE_S, time.monotonic()
@@ -147,7 +169,7 @@ def run_suite(plan: Plan) -> tuple[ResultsFolder, list[RunRow]]:
             for index, (scenario, adapter) in enumerate(runs, start=1):
                 remaining = sum(s.duration_s + overhead_s for s, _ in runs[index - 1:])
                 _report(index, len(runs), scenario, adapter, plan.runtime, remaining)
-                row = run_one(runtime, adapter, scenario, folder)
+                row = run_one(runtime, adapter, scenario, folder, shaper.kind)
                 folder.append(row)
                 rows.append(row)
                 _summarise(row)

@@ -21,14 +21,19 @@ def expected_body_length() -> int:
 @dataclass(frozen=True)
 class Target:
     host: str
-    port: int = 80
+    port: int = 80          # where the load goes (Nginx itself, or a latency proxy in front of it)
+    status_port: int = 80   # Nginx itself, for stub_status
+
+    @property
+    def path(self) -> str:
+        return f"/{TARGET_FILE}"
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}/{TARGET_FILE}"
+        return f"http://{self.host}:{self.port}{self.path}"
 
-    def _connection(self, timeout_s: float = 5.0) -> http.client.HTTPConnection:
-        return http.client.HTTPConnection(self.host, self.port, timeout=timeout_s)
+    def _connection(self, timeout_s: float = 5.0, port: int | None = None) -> http.client.HTTPConnection:
+        return http.client.HTTPConnection(self.host, port or self.port, timeout=timeout_s)
 
     def wait_ready(self, timeout_s: float = 30.0) -> None:
         deadline = time.monotonic() + timeout_s
@@ -49,7 +54,7 @@ class Target:
         try:
             sockets = []
             for attempt in range(3):
-                conn.request("GET", f"/{TARGET_FILE}")
+                conn.request("GET", self.path)
                 response = conn.getresponse()
                 body = response.read()
                 if response.status != 200:
@@ -68,7 +73,7 @@ class Target:
 
     def requests_served(self) -> int:
         """Nginx's stub_status request total (it counts this request too)."""
-        conn = self._connection()
+        conn = self._connection(port=self.status_port)
         try:
             conn.request("GET", STATUS_PATH)
             text = conn.getresponse().read().decode()

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what the harness needs on a Debian/Ubuntu machine, idempotently:
-#   system packages (iproute2, procps, nginx, debootstrap, curl), a Docker engine with a daemon
+#   system packages (iproute2, procps, nginx, debootstrap, curl), Toxiproxy, a Docker engine with a daemon
 #   running (skipped with NEED_DOCKER=0), the host installs of the selected tools
 #   (tools/<id>/install.sh), and the Python venv (.venv).
 # Usage: scripts/deps.sh [TOOLS]   (TOOLS: comma-separated ids or "all")
@@ -41,6 +41,9 @@ fi
 if [ "$NEED_DOCKER" = 1 ] && ! docker compose version >/dev/null 2>&1; then
   command -v docker-compose >/dev/null || apt_install docker-compose
 fi
+
+# Toxiproxy: the RTT fallback where the kernel has no sch_netem.
+scripts/install-toxiproxy.sh || echo "deps: warning: Toxiproxy not installed: RTT shaping then needs netem (--shaper netem)" >&2
 
 # Python venv with the harness and its dependencies.
 if [ ! -x .venv/bin/python ]; then

@@ -22,6 +22,11 @@ class Session(ABC):
 
     target: Target
     cpus: int
+    # Command prefixes that run a program in a network namespace (empty: the root namespace).
+    generator_netns: list[str]   # where the tool runs (the RTT probe runs there too)
+    target_netns: list[str]      # where Nginx runs (a latency proxy runs there)
+    shape_netns: list[str]       # where netem is applied, on shape_device
+    shape_device: str
 
     @abstractmethod
     def popen(self, argv: list[str], stdout: IO, stderr: IO) -> subprocess.Popen:

@@ -78,12 +78,21 @@ def container_pids(container_id: str) -> set[int]:
     return pids
 
 
+def netns_of(container_id: str) -> list[str]:
+    """A prefix running a host program inside the container's network namespace."""
+    pid = run(["docker", "inspect", "-f", "{{.State.Pid}}", container_id]).stdout.strip()
+    return ["nsenter", "-t", pid, "-n"]
+
+
 class DockerSession(Session):
     def __init__(self, generator_id: str, target_id: str):
         self.generator_id, self.target_id = generator_id, target_id
         self.target = Target(TARGET_IP)
         self.cpus = os.cpu_count() or 1
         self._idle = container_pids(generator_id)  # docker-init and `sleep infinity`
+        self.generator_netns = self.shape_netns = netns_of(generator_id)
+        self.target_netns = netns_of(target_id)
+        self.shape_device = "eth0"        # the generator's egress: the whole RTT on one side
 
     def popen(self, argv: list[str], stdout: IO, stderr: IO) -> subprocess.Popen:
         return subprocess.Popen(["docker", "exec", self.generator_id, *argv],

@@ -50,6 +50,9 @@ class HostSession(Session):
     def __init__(self, target: Target):
         self.target = target
         self.cpus = os.cpu_count() or 1
+        self.generator_netns = []
+        self.target_netns = self.shape_netns = ["ip", "netns", "exec", NETNS]
+        self.shape_device = VETH_TARGET   # the target's egress: the whole RTT on one side
 
     def popen(self, argv: list[str], stdout: IO, stderr: IO) -> subprocess.Popen:
         return subprocess.Popen(argv, stdout=stdout, stderr=stderr, stdin=subprocess.DEVNULL, start_new_session=True)

@@ -1,0 +1,164 @@
+"""Network round-trip time: netem where the kernel has it, Toxiproxy where it has not.
+
+netem adds the whole RTT on one side (as the study did), on an interface inside a namespace the
+harness created: the target's veth in the host runtime, the generator's eth0 in the Docker
+runtime. Its queue limit is raised from 1000 packets so a 50 ms profile at 1000 VUs is not capped
+by the queue. Toxiproxy (the fallback) runs inside the target's network namespace, in front of
+Nginx, with one downstream latency toxic equal to the RTT; it does not delay the TCP handshake,
+costs CPU of its own and saturates around 10-15k RPS on two cores (see README).
+"""
+from __future__ import annotations
+
+import http.client
+import json
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from harness import PREFIX
+from harness.errors import HarnessError
+from harness.runtimes.base import Session, run
+from harness.target import Target
+
+SHAPERS = ("auto", "netem", "toxiproxy")
+TOXIPROXY_BIN = Path("/opt/lth/bin/toxiproxy-server")
+PROXY_PORT, API_PORT = 8080, 8474
+PROBE_SCRIPT = Path(__file__).with_name("rtt_probe.py")
+# A request/response exchange puts at most ~4 packets in flight per connection, all of which can
+# sit in the delayed queue for one RTT; twice that for headroom.
+PACKETS_IN_FLIGHT_PER_VU = 8
+NETEM_DEFAULT_LIMIT = 1000
+
+
+@dataclass(frozen=True)
+class ShaperChoice:
+    kind: str            # netem | toxiproxy | none
+    reason: str
+
+
+def netem_available() -> tuple[bool, str]:
+    """Try netem in a throw-away namespace (never on an interface of the root namespace)."""
+    namespace = f"{PREFIX}-netem-probe"
+    run(["ip", "netns", "delete", namespace], check=False)
+    if run(["ip", "netns", "add", namespace], check=False).returncode != 0:
+        return False, "cannot create a network namespace (need root)"
+    try:
+        result = run(["tc", "-n", namespace, "qdisc", "add", "dev", "lo", "root", "netem", "delay", "1ms"], check=False)
+        return result.returncode == 0, result.stderr.strip()
+    finally:
+        run(["ip", "netns", "delete", namespace], check=False)
+
+
+def choose_shaper(requested: str, needs_shaping: bool, netem_ok: bool, netem_error: str = "") -> ShaperChoice:
+    if requested not in SHAPERS:
+        raise HarnessError(f"unknown shaper {requested!r}; allowed: {', '.join(SHAPERS)}")
+    if not needs_shaping:
+        return ShaperChoice("none", "no scenario needs an RTT above the native hop")
+    if requested == "netem" and not netem_ok:
+        raise HarnessError(f"--shaper netem: this kernel lacks sch_netem (tc said: {netem_error or 'no netem'}); "
+                           "load it (modprobe sch_netem, or a kernel with CONFIG_NET_SCH_NETEM) or use --shaper toxiproxy")
+    if requested == "netem" or (requested == "auto" and netem_ok):
+        return ShaperChoice("netem", "kernel has sch_netem")
+    if not TOXIPROXY_BIN.is_file():
+        raise HarnessError(f"Toxiproxy is needed for RTT shaping ({'netem is missing' if not netem_ok else 'requested'}) "
+                           f"but {TOXIPROXY_BIN} is not installed: run `make deps` (scripts/install-toxiproxy.sh)")
+    why = "requested" if requested == "toxiproxy" else f"netem unavailable ({netem_error or 'kernel lacks sch_netem'})"
+    return ShaperChoice("toxiproxy", why)
+
+
+def netem_limit(vus: int) -> int:
+    return max(NETEM_DEFAULT_LIMIT, PACKETS_IN_FLIGHT_PER_VU * vus)
+
+
+def netem_command(netns: list[str], device: str, delay_ms: float, limit: int) -> list[str]:
+    return [*netns, "tc", "qdisc", "replace", "dev", device, "root", "netem", "delay", f"{delay_ms:g}ms",
+            "limit", str(limit)]
+
+
+def rtt_ok(measured_ms: float, target_ms: float) -> bool:
+    """Within max(10%, 0.5 ms) of the target RTT."""
+    return abs(measured_ms - target_ms) <= max(0.1 * target_ms, 0.5)
+
+
+def measure_rtt(session: Session, target: Target) -> float:
+    """Median RTT from the tool's network position to the target (through the shaping)."""
+    argv = [*session.generator_netns, sys.executable, str(PROBE_SCRIPT), target.host, str(target.port),
+            target.path, "30"]
+    result = run(argv, check=False, timeout=60)
+    if result.returncode != 0:
+        raise HarnessError(f"RTT probe to {target.url} failed: {result.stderr.strip().splitlines()[-1:]}")
+    return json.loads(result.stdout)["median_ms"]
+
+
+@contextmanager
+def shaped(session: Session, kind: str, rtt_ms: float, vus: int, log_dir: Path) -> Iterator[Target]:
+    """The target as the tool must address it, with the RTT applied for the duration of the block."""
+    if kind == "none":
+        yield session.target
+    elif kind == "netem":
+        device, netns = session.shape_device, session.shape_netns
+        result = run(netem_command(netns, device, rtt_ms, netem_limit(vus)), check=False)
+        if result.returncode != 0:
+            raise HarnessError(f"netem on {device} failed: {result.stderr.strip()}")
+        try:
+            yield session.target
+        finally:
+            run([*netns, "tc", "qdisc", "del", "dev", device, "root"], check=False)
+    elif kind == "toxiproxy":
+        with _toxiproxy(session, rtt_ms, log_dir) as target:
+            yield target
+    else:
+        raise HarnessError(f"unknown shaper {kind!r}")
+
+
+def _api(host: str, method: str, path: str, body: dict | None = None) -> dict:
+    conn = http.client.HTTPConnection(host, API_PORT, timeout=5)
+    try:
+        conn.request(method, path, body=json.dumps(body) if body else None,
+                     headers={"Content-Type": "application/json"})
+        response = conn.getresponse()
+        data = response.read()
+        if response.status >= 300:
+            raise HarnessError(f"toxiproxy API {method} {path} returned {response.status}: {data[:200]!r}")
+        return json.loads(data) if data else {}
+    finally:
+        conn.close()
+
+
+@contextmanager
+def _toxiproxy(session: Session, rtt_ms: float, log_dir: Path) -> Iterator[Target]:
+    host = session.target.host
+    with (log_dir / "toxiproxy.log").open("w") as log:
+        proc = subprocess.Popen([*session.target_netns, str(TOXIPROXY_BIN), "-host", host, "-port", str(API_PORT)],
+                                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+        try:
+            _wait_for_api(host, proc)
+            _api(host, "POST", "/proxies", {"name": PREFIX, "listen": f"{host}:{PROXY_PORT}",
+                                            "upstream": f"127.0.0.1:{session.target.port}", "enabled": True})
+            _api(host, "POST", f"/proxies/{PREFIX}/toxics",
+                 {"name": "rtt", "type": "latency", "stream": "downstream", "toxicity": 1.0,
+                  "attributes": {"latency": round(rtt_ms), "jitter": 0}})
+            yield Target(host, PROXY_PORT, status_port=session.target.status_port)
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=10)
+
+
+def _wait_for_api(host: str, proc: subprocess.Popen, timeout_s: float = 15) -> None:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            _api(host, "GET", "/version")
+            return
+        except (OSError, HarnessError):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise HarnessError("toxiproxy did not start: see toxiproxy.log in the run's folder") from None
+            time.sleep(0.1)
