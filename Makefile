@@ -1,5 +1,6 @@
 # Quick start:  make bench-quick   |   make bench-all   |   make test
 # Overrides:    TOOLS=wrk,ab  SCENARIOS=scenarios/shootout.yaml:vu20-rtt0.1  RUNTIME=docker|host  DURATION=5
+#               SHAPER=auto|netem|toxiproxy  RESUME=results/<folder> [FORCE=1]
 PY        := .venv/bin/python
 TOOLS     ?= all
 SCENARIOS ?= scenarios/shootout.yaml
@@ -9,9 +10,12 @@ SHAPER    ?= auto
 # Tools the test suite runs end to end.
 TEST_TOOLS := wrk,ab
 
-RUN_ARGS = --tools $(TOOLS) --scenarios $(SCENARIOS) --runtime $(RUNTIME) --shaper $(SHAPER) $(if $(DURATION),--duration $(DURATION))
+RESUME    ?=
+FORCE     ?=
+RUN_ARGS = --tools $(TOOLS) --scenarios $(SCENARIOS) --runtime $(RUNTIME) --shaper $(SHAPER) \
+           $(if $(DURATION),--duration $(DURATION)) $(if $(RESUME),--resume $(RESUME)) $(if $(FORCE),--force)
 
-.PHONY: deps bench-all bench-quick test list-tools
+.PHONY: deps bench-all bench-quick test list-tools clean-state
 
 deps:
 	NEED_DOCKER=$(if $(filter host,$(RUNTIME)),0,1) scripts/deps.sh $(TOOLS)
@@ -29,3 +33,7 @@ test:
 
 list-tools:
 	$(PY) -m harness list-tools
+
+# Remove what a killed (kill -9) harness left: namespaces, veths, containers, networks, proxies.
+clean-state:
+	$(PY) -m harness clean-state

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from harness import REPO_ROOT, registry, scenarios
+from harness.cleanup import clean_state
 from harness.errors import HarnessError
 from harness.runner import Plan, run_suite
 from harness.runtimes import RUNTIMES
@@ -23,9 +24,9 @@ def _positive_int(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"duration must be a whole number of seconds, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"must be a whole number of seconds, got {text!r}") from None
     if value <= 0:
-        raise argparse.ArgumentTypeError(f"duration must be > 0 seconds, got {value}")
+        raise argparse.ArgumentTypeError(f"must be > 0 seconds, got {value}")
     return value
 
 
@@ -43,15 +44,24 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--duration", type=_positive_int, help="override every scenario's duration (seconds)")
     run.add_argument("--results-root", type=Path, default=REPO_ROOT / "results",
                      help="where results/<timestamp>-<runtime>/ folders go (default: results/)")
+    run.add_argument("--resume", type=Path, metavar="FOLDER",
+                     help="continue an interrupted results folder: runs it finished ok are skipped")
+    run.add_argument("--force", action="store_true", help="with --resume: redo finished runs as well")
+    run.add_argument("--grace", type=_positive_int, metavar="SECONDS",
+                     help="kill a tool still running this long after its duration (default: max(30, 50%% of it))")
+    run.add_argument("--allow-external-target", action="store_true",
+                     help="allow a target outside loopback and the harness's own 198.18.0.0/15 networks")
 
     commands.add_parser("list-tools", help="show the tool adapters found in tools/")
+    commands.add_parser("clean-state", help="remove namespaces, containers, networks and proxies a killed run left")
     return parser
 
 
 def _run(args: argparse.Namespace) -> int:
     plan = Plan(runtime=args.runtime, tools=registry.select(args.tools),
                 scenarios=scenarios.select(args.scenarios, args.duration), results_root=args.results_root,
-                shaper=args.shaper)
+                shaper=args.shaper, resume=args.resume, force=args.force, grace_s=args.grace,
+                allow_external_target=args.allow_external_target)
     folder, rows = run_suite(plan)
     failed = [r for r in rows if r.status != "ok"]
     print(f"\n{len(rows) - len(failed)} of {len(rows)} runs ok; results in {folder.path}")
@@ -60,7 +70,13 @@ def _run(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def _list_tools() -> int:
+def _clean_state(_: argparse.Namespace) -> int:
+    removed = clean_state()
+    print("\n".join(f"removed {item}" for item in removed) or "nothing to clean")
+    return 0
+
+
+def _list_tools(_: argparse.Namespace) -> int:
     from harness.runtimes.docker import docker_available, image_exists, tool_image
     from harness.runtimes.host import host_version
     docker_up = docker_available() is not None
@@ -75,7 +91,7 @@ def _list_tools() -> int:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return _run(args) if args.command == "run" else _list_tools()
+        return {"run": _run, "list-tools": _list_tools, "clean-state": _clean_state}[args.command](args)
     except HarnessError as exc:
         sys.stderr.write(f"error: {exc}\n")
         return exc.exit_status

@@ -8,6 +8,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.cleanup import signals_deferred
 from harness.runtimes.base import Session
 from harness.sampling import Sample, TopSampler
 
@@ -59,7 +60,8 @@ def execute(session: Session, argv: list[str], run_dir: Path, timeout_s: float) 
                 timed_out = True
                 stop_tool(proc, tool_pids())
             except BaseException:        # Ctrl-C / SIGTERM: never leave the tool running
-                stop_tool(proc, tool_pids())
+                with signals_deferred():
+                    stop_tool(proc, tool_pids())
                 raise
         sampler.write_csv(run_dir / SAMPLES)
     return Execution(

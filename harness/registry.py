@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import inspect
 from pathlib import Path
 
@@ -17,9 +18,16 @@ def _load_module(path: Path):
     return module
 
 
+def _tool_dirs(tools_dir: Path) -> list[Path]:
+    """tools/ plus any folders in LTH_EXTRA_TOOLS (colon-separated; the test suite's fault tools)."""
+    extra = [Path(p) for p in os.environ.get("LTH_EXTRA_TOOLS", "").split(":") if p]
+    return [tools_dir, *extra]
+
+
 def discover(tools_dir: Path = TOOLS_DIR) -> dict[str, ToolAdapter]:
     adapters: dict[str, ToolAdapter] = {}
-    for adapter_file in sorted(tools_dir.glob("*/adapter.py")):
+    adapter_files = [f for d in _tool_dirs(tools_dir) for f in sorted(d.glob("*/adapter.py"))]
+    for adapter_file in adapter_files:
         module = _load_module(adapter_file)
         for _, cls in inspect.getmembers(module, inspect.isclass):
             if issubclass(cls, ToolAdapter) and not inspect.isabstract(cls) and cls.__module__ == module.__name__:

@@ -11,6 +11,8 @@ from dataclasses import asdict, dataclass, fields
 from datetime import datetime, timezone
 from pathlib import Path
 
+from harness.errors import HarnessError
+
 STATUSES = ("ok", "failed", "timeout")
 
 
@@ -86,6 +88,27 @@ class ResultsFolder:
         tmp.symlink_to(self.path.name)
         tmp.replace(latest)              # atomic: `latest` is never missing or half-written
 
+    @classmethod
+    def open(cls, path: Path, runtime: str) -> "ResultsFolder":
+        """An existing folder to resume; it must be one of this runtime's."""
+        if not (path / "environment.json").is_file():
+            raise HarnessError(f"cannot resume {path}: not a results folder (no environment.json)")
+        recorded = json.loads((path / "environment.json").read_text()).get("runtime")
+        if recorded != runtime:
+            raise HarnessError(f"cannot resume {path} with runtime {runtime}: it was measured with {recorded}")
+        return cls(path)
+
+    def rewrite(self, rows: list[dict[str, str]]) -> None:
+        """Replace runs.csv atomically (write a temporary file, then rename it over)."""
+        tmp = self.runs_csv.with_suffix(".csv.tmp")
+        with tmp.open("w", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=COLUMNS, extrasaction="ignore")
+            writer.writeheader()
+            writer.writerows(rows)
+            handle.flush()
+            os.fsync(handle.fileno())
+        tmp.replace(self.runs_csv)
+
     def run_dir(self, scenario: str, tool: str) -> Path:
         path = self.path / scenario / tool
         path.mkdir(parents=True, exist_ok=True)
@@ -106,7 +129,8 @@ class ResultsFolder:
         if not self.runs_csv.exists():
             return []
         with self.runs_csv.open(newline="") as handle:
-            return list(csv.DictReader(handle))
+            # A row cut short by a crash mid-write has missing fields: it is not a finished run.
+            return [r for r in csv.DictReader(handle) if None not in r.values() and r.get("status") in STATUSES]
 
     def write_json(self, name: str, data: dict) -> None:
         (self.path / name).write_text(json.dumps(data, indent=2, default=str) + "\n")

@@ -5,6 +5,7 @@ A run that fails becomes a row with status failed/timeout and the reason; the su
 from __future__ import annotations
 
 import fcntl
+import traceback
 import signal
 import time
 from dataclasses import dataclass
@@ -14,7 +15,7 @@ from pathlib import Path
 from rich.console import Console
 
 from harness import PREFIX, environment
-from harness.adapter import ParseError, RunSpec, ToolAdapter, ToolOutput
+from harness.adapter import RunSpec, ToolAdapter, ToolOutput
 from harness.errors import HarnessError
 from harness.execution import Execution, execute
 from harness.results import ResultsFolder, RunRow, write_meta
@@ -22,6 +23,8 @@ from harness.sampling import summarise
 from harness.shaping import ShaperChoice, choose_shaper, measure_rtt, netem_available, rtt_ok, shaped
 from harness.runtimes import Runtime, make_runtime
 from harness.scenarios import Scenario
+from harness.target import ensure_allowed
+from harness import preflight
 
 console = Console(highlight=False, soft_wrap=True)
 LOCK_FILE = Path(f"/tmp/{PREFIX}.lock")
@@ -35,15 +38,19 @@ class Plan:
     scenarios: list[Scenario]
     results_root: Path
     shaper: str = "auto"          # auto | netem | toxiproxy
+    resume: Path | None = None    # an existing results folder: skip the runs it finished
+    force: bool = False           # with resume: redo finished runs too
+    grace_s: float | None = None  # hang detection: seconds past the duration (default max(30, 50%))
+    allow_external_target: bool = False
 
     @property
     def runs(self) -> list[tuple[Scenario, ToolAdapter]]:
         return [(s, t) for s in self.scenarios for t in self.tools]
 
 
-def grace_s(duration_s: int) -> float:
+def grace_s(duration_s: int, override: float | None = None) -> float:
     """How long past its duration a tool may take before it is killed as hung."""
-    return max(30.0, duration_s * 0.5)
+    return override if override is not None else max(30.0, duration_s * 0.5)
 
 
 def _single_instance() -> object:
@@ -59,13 +66,13 @@ def _raise_on_sigterm(*_: object) -> None:
     raise KeyboardInterrupt
 
 
-def fill_metrics(row: RunRow, adapter: ToolAdapter, spec: RunSpec, execution: Execution) -> dict:
+def fill_metrics(row: RunRow, adapter: ToolAdapter, spec: RunSpec, execution: Execution, grace: float) -> dict:
     """Parse the tool's output into the row; returns what meta.json should add."""
     output = ToolOutput(spec, execution.stdout, execution.stderr, execution.exit_code or 0, execution.launched_at)
     try:
         metrics = adapter.parse(output)
-    except (ParseError, ValueError, KeyError) as exc:
-        metrics, row.error = None, f"could not parse {adapter.name}'s output: {exc}"
+    except Exception as exc:  # noqa: BLE001 - any parser failure is the run's failure, not the suite's
+        metrics, row.error = None, f"could not parse {adapter.name}'s output: {type(exc).__name__}: {exc}"
     window = None
     if metrics is not None:
         for name in ("requests", "errors", "rps", "measured_s", "lat_min_ms", "lat_mean_ms", "lat_p50_ms",
@@ -78,7 +85,7 @@ def fill_metrics(row: RunRow, adapter: ToolAdapter, spec: RunSpec, execution: Ex
     row.mem_avg_mb, row.mem_peak_mb, row.cpu_avg_pct = usage.mem_avg_mb, usage.mem_peak_mb, usage.cpu_avg_pct
     row.mem_startup_peak_mb = usage.mem_outside_peak_mb
     if execution.timed_out:
-        row.status, row.error = "timeout", f"still running {grace_s(spec.duration_s):.0f} s after its duration: killed"
+        row.status, row.error = "timeout", f"still running {grace:.0f} s after its duration: killed"
     elif execution.exit_code != 0:
         last = (execution.stderr.strip().splitlines() or ["no stderr"])[-1]
         row.status, row.error = "failed", f"exit status {execution.exit_code}: {last[:300]}"
@@ -89,8 +96,9 @@ def fill_metrics(row: RunRow, adapter: ToolAdapter, spec: RunSpec, execution: Ex
 
 
 def run_one(runtime: Runtime, adapter: ToolAdapter, scenario: Scenario, folder: ResultsFolder,
-            shaper: str = "none") -> RunRow:
-    """One run; ``shaper`` is how the scenario's RTT is made where it needs shaping (netem|toxiproxy)."""
+            shaper: str = "none", grace: float | None = None, allow_external_target: bool = False) -> RunRow:
+    """One run; ``shaper`` is how the scenario's RTT is made where it needs shaping (netem|toxiproxy).
+    Whatever goes wrong becomes the row's status and error; only an interrupt escapes."""
     run_dir = folder.run_dir(scenario.id, adapter.name)
     row = RunRow(tool=adapter.name, tool_version=None, runtime=runtime.name, scenario=scenario.id,
                  vus=scenario.vus, rtt_target_ms=scenario.rtt_ms, duration_s=scenario.duration_s,
@@ -101,6 +109,7 @@ def run_one(runtime: Runtime, adapter: ToolAdapter, scenario: Scenario, folder: 
     try:
         with runtime.session(adapter) as session, \
                 shaped(session, row.shaper, scenario.rtt_ms, scenario.vus, run_dir) as target:
+            ensure_allowed(target.host, allow_external_target)
             row.tool_version = session.version(adapter)
             target.verify()
             row.rtt_measured_ms = measure_rtt(session, target)
@@ -113,13 +122,17 @@ def run_one(runtime: Runtime, adapter: ToolAdapter, scenario: Scenario, folder: 
             argv = adapter.command(spec)
             meta["command"] = argv
             before = target.requests_served()
-            execution = execute(session, argv, run_dir, scenario.duration_s + grace_s(scenario.duration_s))
+            grace = grace_s(scenario.duration_s, grace)
+            execution = execute(session, argv, run_dir, scenario.duration_s + grace)
             # stub_status counts its own request: `after` includes one status request beyond `before`.
             row.server_requests = target.requests_served() - before - 1
             session.save_logs(run_dir)
-        meta.update(fill_metrics(row, adapter, spec, execution))
+        meta.update(fill_metrics(row, adapter, spec, execution, grace))
     except HarnessError as exc:
         row.status, row.error = "failed", str(exc)
+    except Exception as exc:  # noqa: BLE001 - a bug or crash in one run must not sink the suite
+        row.status, row.error = "failed", f"harness error: {type(exc).__name__}: {exc}"
+        meta["traceback"] = traceback.format_exc()
     if row.lat_p50_ms is not None and row.rtt_measured_ms is not None:
         row.lat_added_ms = row.lat_p50_ms - row.rtt_measured_ms
     write_meta(run_dir, row, meta)
@@ -150,31 +163,60 @@ def _choose_shaper(plan: Plan) -> ShaperChoice:
     return choice
 
 
+def _open_folder(plan: Plan) -> tuple[ResultsFolder, set[tuple[str, str]]]:
+    """A new results folder, or the one being resumed with the (scenario, tool) pairs to skip."""
+    if plan.resume is None:
+        plan.results_root.mkdir(parents=True, exist_ok=True)
+        return ResultsFolder.create(plan.results_root, plan.runtime), set()
+    folder = ResultsFolder.open(plan.resume, plan.runtime)
+    selected = {(s.id, t.name) for s, t in plan.runs}
+    keep = [r for r in folder.rows() if r["status"] == "ok" and not (plan.force and (r["scenario"], r["tool"]) in selected)]
+    folder.rewrite(keep)  # failed/forced rows are redone; their old rows go
+    return folder, {(r["scenario"], r["tool"]) for r in keep}
+
+
 def run_suite(plan: Plan) -> tuple[ResultsFolder, list[RunRow]]:
     lock = _single_instance()
     previous = signal.signal(signal.SIGTERM, _raise_on_sigterm)
     try:
         runtime = make_runtime(plan.runtime, plan.results_root)
-        runtime.prepare(plan.tools)
+        preflight.check(plan, runtime)
+        broken = runtime.prepare(plan.tools)
         shaper = _choose_shaper(plan)
-        plan.results_root.mkdir(parents=True, exist_ok=True)
-        folder = ResultsFolder.create(plan.results_root, plan.runtime)
-        console.print(f"results: {folder.path}")
-        folder.write_json("environment.json", environment.collect(
-            {"runtime": plan.runtime, "shaper": shaper.kind, "shaper_reason": shaper.reason, **runtime.describe()}))
-        rows = []
-        runs = plan.runs
+        folder, finished = _open_folder(plan)
+        console.print(f"results: {folder.path}" + (f" (resuming: {len(finished)} finished runs kept)" if plan.resume else ""))
+        if plan.resume is None:
+            folder.write_json("environment.json", environment.collect(
+                {"runtime": plan.runtime, "shaper": shaper.kind, "shaper_reason": shaper.reason, **runtime.describe()}))
+        runs = [(s, t) for s, t in plan.runs if (s.id, t.name) not in finished]
+        rows: list[RunRow] = []
         overhead_s, started = SETUP_ESTIMATE_S, time.monotonic()
         with runtime:
             for index, (scenario, adapter) in enumerate(runs, start=1):
                 remaining = sum(s.duration_s + overhead_s for s, _ in runs[index - 1:])
                 _report(index, len(runs), scenario, adapter, plan.runtime, remaining)
-                row = run_one(runtime, adapter, scenario, folder, shaper.kind)
+                if adapter.name in broken:
+                    row = _unrunnable(runtime, adapter, scenario, folder, broken[adapter.name])
+                else:
+                    row = run_one(runtime, adapter, scenario, folder, shaper.kind, plan.grace_s,
+                                  plan.allow_external_target)
                 folder.append(row)
                 rows.append(row)
                 _summarise(row)
-                overhead_s = max(0.0, (time.monotonic() - started - sum(s.duration_s for s, _ in runs[:index])) / index)
+                elapsed = time.monotonic() - started - sum(s.duration_s for s, _ in runs[:index])
+                overhead_s = max(0.0, elapsed / index)
         return folder, rows
     finally:
         signal.signal(signal.SIGTERM, previous)
         lock.close()
+
+
+def _unrunnable(runtime: Runtime, adapter: ToolAdapter, scenario: Scenario, folder: ResultsFolder,
+                reason: str) -> RunRow:
+    run_dir = folder.run_dir(scenario.id, adapter.name)
+    row = RunRow(tool=adapter.name, tool_version=None, runtime=runtime.name, scenario=scenario.id,
+                 vus=scenario.vus, rtt_target_ms=scenario.rtt_ms, duration_s=scenario.duration_s,
+                 error=reason, started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                 run_dir=str(run_dir.relative_to(folder.path)))
+    write_meta(run_dir, row, {})
+    return row

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Iterator
 
 from harness import PREFIX
+from harness.cleanup import signals_deferred
 from harness.errors import HarnessError
 from harness.runtimes.base import Session, run
 from harness.target import Target
@@ -107,7 +108,8 @@ def shaped(session: Session, kind: str, rtt_ms: float, vus: int, log_dir: Path) 
         try:
             yield session.target
         finally:
-            run([*netns, "tc", "qdisc", "del", "dev", device, "root"], check=False)
+            with signals_deferred():
+                run([*netns, "tc", "qdisc", "del", "dev", device, "root"], check=False)
     elif kind == "toxiproxy":
         with _toxiproxy(session, rtt_ms, log_dir) as target:
             yield target
@@ -144,12 +146,13 @@ def _toxiproxy(session: Session, rtt_ms: float, log_dir: Path) -> Iterator[Targe
                   "attributes": {"latency": round(rtt_ms), "jitter": 0}})
             yield Target(host, PROXY_PORT, status_port=session.target.status_port)
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=10)
+            with signals_deferred():
+                proc.terminate()
+                try:
+                    proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait(timeout=10)
 
 
 def _wait_for_api(host: str, proc: subprocess.Popen, timeout_s: float = 15) -> None:

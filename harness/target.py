@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import http.client
+import ipaddress
 import re
 import time
 from dataclasses import dataclass
@@ -12,6 +13,22 @@ from harness.errors import HarnessError
 
 TARGET_FILE = "style.css"
 STATUS_PATH = "/nginx_status"
+
+
+# The harness's own networks (RFC 2544 benchmarking range) and loopback; anything else is
+# somebody's server and is refused unless the user opts in explicitly.
+ALLOWED_NETWORKS = [ipaddress.ip_network(n) for n in ("198.18.0.0/15", "127.0.0.0/8", "::1/128")]
+
+
+def ensure_allowed(host: str, allow_external: bool = False) -> None:
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        address = None
+    if allow_external or (address is not None and any(address in n for n in ALLOWED_NETWORKS)):
+        return
+    raise HarnessError(f"refusing to load {host}: targets must be loopback or the harness's own 198.18.0.0/15 "
+                       "networks; pass --allow-external-target if you own that server and mean it")
 
 
 def expected_body_length() -> int:

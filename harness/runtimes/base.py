@@ -50,8 +50,13 @@ class Runtime(AbstractContextManager, ABC):
     name: str
 
     @abstractmethod
-    def prepare(self, adapters: list[ToolAdapter]) -> None:
-        """Check or build what the selected tools need; raise HarnessError with the fix."""
+    def problems(self, adapters: list[ToolAdapter]) -> list[str]:
+        """Cheap pre-flight checks: every problem found, each with its fix (empty: ready)."""
+
+    def prepare(self, adapters: list[ToolAdapter]) -> dict[str, str]:
+        """Build what the selected tools need; returns {tool: reason} for tools that cannot run
+        (their runs become failed rows; the others go on)."""
+        return {}
 
     @abstractmethod
     def session(self, adapter: ToolAdapter) -> AbstractContextManager[Session]:

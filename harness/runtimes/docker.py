@@ -17,6 +17,7 @@ import psutil
 from harness import DOCKER_DIR, PREFIX, TOOLS_DIR
 from harness.adapter import ToolAdapter
 from harness.errors import HarnessError
+from harness.cleanup import signals_deferred
 from harness.runtimes.base import Runtime, Session, run
 from harness.sampling import PidSource
 from harness.target import Target
@@ -125,27 +126,41 @@ class DockerRuntime(Runtime):
         argv = [*self._compose_cmd, "-p", PROJECT, "-f", str(COMPOSE_FILE), *args]
         return run(argv, check=False, timeout=timeout, env=self._env(tool))
 
-    def prepare(self, adapters: list[ToolAdapter]) -> None:
+    def problems(self, adapters: list[ToolAdapter]) -> list[str]:
         if docker_available() is None:
-            raise HarnessError("no Docker daemon answers: run `make deps` (installs and starts Docker) or start dockerd, "
-                               "or use RUNTIME=host")
-        self._compose_cmd = compose_command()
-        self.base_image = ensure_base_image()
-        self._build("target", adapters[0].folder.name)
-        for folder in dict.fromkeys(a.folder.name for a in adapters):  # variants share an image
-            self._build("generator", folder)
+            return ["no Docker daemon answers: run `make deps` (installs and starts Docker), start dockerd, "
+                    "or use RUNTIME=host"]
+        try:
+            self._compose_cmd = compose_command()
+        except HarnessError as exc:
+            return [str(exc)]
+        return []
 
-    def _build(self, service: str, tool: str) -> None:
+    def prepare(self, adapters: list[ToolAdapter]) -> dict[str, str]:
+        self.base_image = ensure_base_image()
+        problem = self._build("target", adapters[0].folder.name)
+        if problem:
+            raise HarnessError(problem)
+        broken = {}
+        for folder in dict.fromkeys(a.folder.name for a in adapters):  # variants share an image
+            problem = self._build("generator", folder)
+            if problem:
+                broken.update({a.name: problem for a in adapters if a.folder.name == folder})
+        return broken
+
+    def _build(self, service: str, tool: str) -> str | None:
         print(f"docker: building {service} image{' for ' + tool if service == 'generator' else ''} "
               f"(base {self.base_image})", flush=True)
         result = self._compose(tool, "build", service, timeout=3600)
         if result.returncode != 0:
-            tail = (result.stdout + result.stderr).strip().splitlines()[-5:]
-            raise HarnessError(f"docker build of {service} ({tool}) failed: {' | '.join(tail)}")
+            tail = (result.stdout + result.stderr).strip().splitlines()[-3:]
+            return f"docker build of {service} ({tool}) failed: {' | '.join(tail)}"
+        return None
 
     def __exit__(self, *exc) -> None:
         if hasattr(self, "_compose_cmd"):
-            self._down("wrk")
+            with signals_deferred():
+                self._down("wrk")
 
     def _down(self, tool: str) -> None:
         self._compose(tool, "down", "--volumes", "--remove-orphans", "--timeout", "2", timeout=120)
@@ -165,7 +180,8 @@ class DockerRuntime(Runtime):
             session.target.wait_ready()
             yield session
         finally:
-            self._down(tool)
+            with signals_deferred():
+                self._down(tool)
 
     def describe(self) -> dict:
         return {"target": f"nginx container at {TARGET_IP} on compose network 198.18.1.0/24",

@@ -18,6 +18,7 @@ import psutil
 from harness import PREFIX, TARGET_DIR
 from harness.adapter import ToolAdapter
 from harness.errors import HarnessError
+from harness.cleanup import signals_deferred
 from harness.runtimes.base import Runtime, Session, run
 from harness.sampling import PidSource
 from harness.target import Target
@@ -71,15 +72,17 @@ class HostRuntime(Runtime):
         self._nginx: subprocess.Popen | None = None
         self._workdir: Path | None = None
 
-    def prepare(self, adapters: list[ToolAdapter]) -> None:
+    def problems(self, adapters: list[ToolAdapter]) -> list[str]:
+        found = []
         if os.geteuid() != 0:
-            raise HarnessError("the host runtime creates a network namespace and needs root: run as root (sudo)")
-        for command in ("ip", "nginx", "top"):
+            found.append("the host runtime creates a network namespace and needs root: run as root (sudo)")
+        for command in ("ip", "nginx", "top", "tc"):
             if shutil.which(command) is None:
-                raise HarnessError(f"'{command}' is not installed: run `make deps` (iproute2, nginx, procps)")
+                found.append(f"'{command}' is not installed: run `make deps` (iproute2, nginx, procps)")
         missing = [a.name for a in adapters if shutil.which(a.version_command[0]) is None]
         if missing:
-            raise HarnessError(f"not installed on the host: {', '.join(missing)}: run `make deps TOOLS={','.join(missing)}`")
+            found.append(f"not installed on the host: {', '.join(missing)}: run `make deps RUNTIME=host TOOLS={','.join(missing)}`")
+        return found
 
     def __enter__(self) -> "HostRuntime":
         remove_namespace()  # leftovers of a killed run; these names are the harness's own
@@ -92,15 +95,16 @@ class HostRuntime(Runtime):
         return self
 
     def __exit__(self, *exc) -> None:
-        if self._nginx and self._nginx.poll() is None:
-            self._nginx.terminate()
-            try:
-                self._nginx.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self._nginx.kill()
-        remove_namespace()
-        if self._workdir:
-            shutil.rmtree(self._workdir, ignore_errors=True)
+        with signals_deferred():
+            if self._nginx and self._nginx.poll() is None:
+                self._nginx.terminate()
+                try:
+                    self._nginx.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    self._nginx.kill()
+            remove_namespace()
+            if self._workdir:
+                shutil.rmtree(self._workdir, ignore_errors=True)
 
     def _create_namespace(self) -> None:
         steps = [

@@ -1,0 +1,76 @@
+"""Leaving nothing behind: signal-safe cleanup blocks and the `clean-state` sweep.
+
+Everything the harness creates carries the ``lth`` prefix or label: namespaces and veths
+(``lth-*``), the Compose project and its containers/network (label ``lth``), Toxiproxy processes
+from /opt/lth/bin, and Nginx processes whose prefix is a ``/tmp/lth-target-*`` folder.
+"""
+from __future__ import annotations
+
+import signal
+import threading
+from contextlib import contextmanager
+from typing import Iterator
+
+import psutil
+
+from harness import PREFIX
+from harness.runtimes.base import run
+
+
+@contextmanager
+def signals_deferred() -> Iterator[None]:
+    """Run a cleanup block to its end even if Ctrl-C (or SIGTERM) arrives again meanwhile;
+    the interrupt is raised once the block is done."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received: list[int] = []
+    previous = {sig: signal.signal(sig, lambda signum, _frame: received.append(signum))
+                for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        if received:
+            raise KeyboardInterrupt
+
+
+def _harness_processes() -> list[psutil.Process]:
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        cmdline = " ".join(proc.info["cmdline"] or [])
+        if "/opt/lth/bin/toxiproxy-server" in cmdline or f"/tmp/{PREFIX}-target-" in cmdline:
+            found.append(proc)
+    return found
+
+
+def clean_state() -> list[str]:
+    """Remove whatever a killed harness left behind; returns what was removed."""
+    removed = []
+    for proc in _harness_processes():
+        try:
+            proc.kill()
+            removed.append(f"process {proc.pid} ({proc.name()})")
+        except psutil.NoSuchProcess:
+            pass
+    for namespace in run(["ip", "netns", "list"], check=False).stdout.split("\n"):
+        name = namespace.split(" ")[0]
+        if name.startswith(f"{PREFIX}-"):
+            run(["ip", "netns", "delete", name], check=False)
+            removed.append(f"namespace {name}")
+    for line in run(["ip", "-o", "link", "show"], check=False).stdout.splitlines():
+        name = line.split(":")[1].strip().split("@")[0] if ":" in line else ""
+        if name.startswith(f"{PREFIX}-"):
+            run(["ip", "link", "delete", name], check=False)
+            removed.append(f"link {name}")
+    if run(["docker", "version"], check=False, timeout=20).returncode == 0:
+        containers = run(["docker", "ps", "-aq", "--filter", f"label={PREFIX}"], check=False).stdout.split()
+        if containers:
+            run(["docker", "rm", "-f", *containers], check=False)
+            removed += [f"container {c}" for c in containers]
+        networks = run(["docker", "network", "ls", "-q", "--filter", f"label={PREFIX}"], check=False).stdout.split()
+        for network in networks:
+            run(["docker", "network", "rm", network], check=False)
+            removed.append(f"network {network}")
+    return removed

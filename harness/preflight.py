@@ -1,0 +1,72 @@
+"""Checks before a suite starts, all reported at once (TechEmpower-style): a long unattended run
+should fail in the first second, not after three hours."""
+from __future__ import annotations
+
+import os
+import resource
+import shutil
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from harness.errors import HarnessError
+
+if TYPE_CHECKING:
+    from harness.runner import Plan
+    from harness.runtimes import Runtime
+
+MIN_FREE_DISK_GB = 1.0
+FD_MARGIN = 256           # files the tool needs besides its sockets
+
+
+def _writable(root: Path) -> str | None:
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=root):
+            pass
+    except OSError as exc:
+        return f"results folder {root} is not writable ({exc.strerror}): pass a writable --results-root"
+    return None
+
+
+def _disk(root: Path) -> str | None:
+    free_gb = shutil.disk_usage(root).free / 1024**3
+    if free_gb < MIN_FREE_DISK_GB:
+        return f"only {free_gb:.1f} GiB free under {root}: raw tool logs need at least {MIN_FREE_DISK_GB} GiB"
+    return None
+
+
+def _open_files(max_vus: int) -> str | None:
+    """Raise the soft limit to the hard one (tools inherit it); complain if even that is too low."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    if hard < max_vus + FD_MARGIN:
+        return f"open-file limit {hard} is below {max_vus + FD_MARGIN} for {max_vus} VUs: raise it (ulimit -n)"
+    return None
+
+
+def _ephemeral_ports(max_vus: int) -> str | None:
+    try:
+        low, high = map(int, Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    except OSError:
+        return None
+    if high - low + 1 < 2 * max_vus:
+        return (f"ephemeral port range {low}-{high} is too small for {max_vus} VUs: "
+                "widen net.ipv4.ip_local_port_range")
+    return None
+
+
+def check(plan: "Plan", runtime: "Runtime") -> None:
+    max_vus = max(s.vus for s in plan.scenarios)
+    root = plan.resume or plan.results_root
+    problems = [p for p in (_writable(root), _open_files(max_vus), _ephemeral_ports(max_vus)) if p]
+    if not problems:
+        problems += [p for p in (_disk(root),) if p]
+    if os.geteuid() != 0 and plan.runtime == "docker":
+        problems.append("the Docker runtime enters container namespaces (nsenter) and needs root: run as root")
+    problems += runtime.problems(plan.tools)
+    if len(problems) == 1:
+        raise HarnessError(problems[0])
+    if problems:
+        raise HarnessError(f"pre-flight found {len(problems)} problems:\n  - " + "\n  - ".join(problems))
