@@ -1,7 +1,11 @@
 """Bad input: one line on stderr naming the value and what is allowed, exit status 2."""
+import os
+import subprocess
+import sys
+
 import pytest
 
-from conftest import harness
+from conftest import REPO, harness
 
 CASES = {
     "unknown tool": (["--tools", "wrk,nosuchtool"], "unknown tool nosuchtool; available:"),
@@ -21,6 +25,31 @@ def test_bad_input_gets_one_clear_line(case, tmp_path):
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and expected in lines[0], result.stderr
     assert not any(tmp_path.iterdir()), "bad input must not create a results folder"
+
+
+def test_docker_daemon_down_is_one_clear_line(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "harness", "run", "--runtime", "docker", "--tools", "wrk",
+                             "--scenarios", "scenarios/quick.yaml:vu20-rtt0.1", "--results-root", str(tmp_path)],
+                            cwd=REPO, capture_output=True, text=True, timeout=120,
+                            env={**os.environ, "DOCKER_HOST": "unix:///nonexistent/docker.sock"})
+    assert result.returncode == 2
+    (line,) = result.stderr.strip().splitlines()
+    assert "no Docker daemon answers" in line and "make deps" in line
+
+
+def test_results_folder_not_writable_is_one_clear_line(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    result = harness("run", "--runtime", "host", "--tools", "wrk", "--scenarios", "scenarios/quick.yaml:vu20-rtt0.1",
+                     "--results-root", str(blocker / "results"), timeout=60)
+    assert result.returncode == 2
+    (line,) = result.stderr.strip().splitlines()
+    assert "is not writable" in line and "--results-root" in line
+
+
+def test_resuming_something_that_is_not_a_results_folder(tmp_path):
+    result = harness("run", "--runtime", "host", "--tools", "wrk", "--resume", str(tmp_path), timeout=60)
+    assert result.returncode == 2 and "not a results folder" in result.stderr
 
 
 def test_list_tools_shows_each_adapter():

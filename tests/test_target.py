@@ -7,7 +7,7 @@ import pytest
 
 from harness import TARGET_DIR
 from harness.errors import HarnessError
-from harness.target import TARGET_FILE, Target
+from harness.target import TARGET_FILE, Target, ensure_allowed
 
 
 class _Quiet(SimpleHTTPRequestHandler):
@@ -58,3 +58,15 @@ def test_connection_close_is_refused(serve):
 def test_unreachable_target_is_one_clear_error():
     with pytest.raises(HarnessError, match="unreachable"):
         Target("127.0.0.1", 9).verify()
+
+
+@pytest.mark.parametrize("host", ["198.18.0.2", "198.19.200.1", "127.0.0.1", "::1"])
+def test_own_networks_and_loopback_are_allowed(host):
+    ensure_allowed(host)
+
+
+@pytest.mark.parametrize("host", ["10.0.0.5", "192.168.1.1", "93.184.216.34", "example.com"])
+def test_other_targets_are_refused_without_the_opt_in(host):
+    with pytest.raises(HarnessError, match="--allow-external-target"):
+        ensure_allowed(host)
+    ensure_allowed(host, allow_external=True)
