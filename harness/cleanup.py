@@ -6,9 +6,12 @@ from /opt/lth/bin, and Nginx processes whose prefix is a ``/tmp/lth-target-*`` f
 """
 from __future__ import annotations
 
+import shutil
 import signal
+import tempfile
 import threading
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Iterator
 
 import psutil
@@ -50,10 +53,19 @@ def clean_state() -> list[str]:
     removed = []
     for proc in _harness_processes():
         try:
-            proc.kill()
-            removed.append(f"process {proc.pid} ({proc.name()})")
+            family = [*proc.children(recursive=True), proc]   # nginx workers die with their master
+            name = proc.name()
         except psutil.NoSuchProcess:
-            pass
+            continue
+        for member in family:
+            try:
+                member.kill()
+            except psutil.NoSuchProcess:
+                pass
+        removed.append(f"process {proc.pid} ({name}) and {len(family) - 1} children")
+    for workdir in Path(tempfile.gettempdir()).glob(f"{PREFIX}-target-*"):
+        shutil.rmtree(workdir, ignore_errors=True)
+        removed.append(f"folder {workdir}")
     for namespace in run(["ip", "netns", "list"], check=False).stdout.split("\n"):
         name = namespace.split(" ")[0]
         if name.startswith(f"{PREFIX}-"):
