@@ -10,9 +10,10 @@ SHAPER    ?= auto
 # Tools the test suite runs end to end.
 TEST_TOOLS := wrk,ab
 
+REPEAT    ?= 1
 RESUME    ?=
 FORCE     ?=
-RUN_ARGS = --tools $(TOOLS) --scenarios $(SCENARIOS) --runtime $(RUNTIME) --shaper $(SHAPER) \
+RUN_ARGS = --tools $(TOOLS) --scenarios $(SCENARIOS) --runtime $(RUNTIME) --shaper $(SHAPER) --repeat $(REPEAT) \
            $(if $(DURATION),--duration $(DURATION)) $(if $(RESUME),--resume $(RESUME)) $(if $(FORCE),--force)
 
 .PHONY: deps bench-all bench-quick test list-tools clean-state

@@ -24,9 +24,9 @@ def _positive_int(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number of seconds, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
     if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be > 0 seconds, got {value}")
+        raise argparse.ArgumentTypeError(f"must be > 0, got {value}")
     return value
 
 
@@ -44,6 +44,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--duration", type=_positive_int, help="override every scenario's duration (seconds)")
     run.add_argument("--results-root", type=Path, default=REPO_ROOT / "results",
                      help="where results/<timestamp>-<runtime>/ folders go (default: results/)")
+    run.add_argument("--repeat", type=_positive_int, default=1, metavar="N",
+                     help="run every (scenario, tool) N times, interleaved across tools so drift hits all alike")
     run.add_argument("--resume", type=Path, metavar="FOLDER",
                      help="continue an interrupted results folder: runs it finished ok are skipped")
     run.add_argument("--force", action="store_true", help="with --resume: redo finished runs as well")
@@ -61,7 +63,7 @@ def _run(args: argparse.Namespace) -> int:
     plan = Plan(runtime=args.runtime, tools=registry.select(args.tools),
                 scenarios=scenarios.select(args.scenarios, args.duration), results_root=args.results_root,
                 shaper=args.shaper, resume=args.resume, force=args.force, grace_s=args.grace,
-                allow_external_target=args.allow_external_target)
+                allow_external_target=args.allow_external_target, repeat=args.repeat)
     folder, rows = run_suite(plan)
     failed = [r for r in rows if r.status != "ok"]
     print(f"\n{len(rows) - len(failed)} of {len(rows)} runs ok; results in {folder.path}")

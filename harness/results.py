@@ -47,6 +47,7 @@ class RunRow:
     rtt_ok: bool | None = None           # within max(10%, 0.5 ms) of rtt_target_ms
     lat_added_ms: float | None = None    # lat_p50_ms - rtt_measured_ms: latency the tool adds
     measured_s: float | None = None      # the load window as the tool timed it
+    repeat: int = 1                      # repetition number (REPEAT=n runs every tool n times, interleaved)
     startup_s: float | None = None       # launch to first request (tools with a start-up phase)
     mem_startup_peak_mb: float | None = None  # RSS peak outside the load window (start-up, report)
     started_at: str = ""
@@ -109,8 +110,8 @@ class ResultsFolder:
             os.fsync(handle.fileno())
         tmp.replace(self.runs_csv)
 
-    def run_dir(self, scenario: str, tool: str) -> Path:
-        path = self.path / scenario / tool
+    def run_dir(self, scenario: str, tool: str, repeat: int = 1) -> Path:
+        path = self.path / scenario / tool / ("" if repeat == 1 else f"repeat-{repeat}")
         path.mkdir(parents=True, exist_ok=True)
         return path
 

@@ -42,10 +42,11 @@ class Plan:
     force: bool = False           # with resume: redo finished runs too
     grace_s: float | None = None  # hang detection: seconds past the duration (default max(30, 50%))
     allow_external_target: bool = False
+    repeat: int = 1               # repetitions, interleaved: every tool once, then every tool again
 
     @property
-    def runs(self) -> list[tuple[Scenario, ToolAdapter]]:
-        return [(s, t) for s in self.scenarios for t in self.tools]
+    def runs(self) -> list[tuple[Scenario, ToolAdapter, int]]:
+        return [(s, t, r) for r in range(1, self.repeat + 1) for s in self.scenarios for t in self.tools]
 
 
 def grace_s(duration_s: int, override: float | None = None) -> float:
@@ -96,13 +97,14 @@ def fill_metrics(row: RunRow, adapter: ToolAdapter, spec: RunSpec, execution: Ex
 
 
 def run_one(runtime: Runtime, adapter: ToolAdapter, scenario: Scenario, folder: ResultsFolder,
-            shaper: str = "none", grace: float | None = None, allow_external_target: bool = False) -> RunRow:
+            shaper: str = "none", grace: float | None = None, allow_external_target: bool = False,
+            repeat: int = 1) -> RunRow:
     """One run; ``shaper`` is how the scenario's RTT is made where it needs shaping (netem|toxiproxy).
     Whatever goes wrong becomes the row's status and error; only an interrupt escapes."""
-    run_dir = folder.run_dir(scenario.id, adapter.name)
+    run_dir = folder.run_dir(scenario.id, adapter.name, repeat)
     row = RunRow(tool=adapter.name, tool_version=None, runtime=runtime.name, scenario=scenario.id,
                  vus=scenario.vus, rtt_target_ms=scenario.rtt_ms, duration_s=scenario.duration_s,
-                 shaper=shaper if scenario.needs_shaping else "none",
+                 shaper=shaper if scenario.needs_shaping else "none", repeat=repeat,
                  started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
                  run_dir=str(run_dir.relative_to(folder.path)))
     meta: dict = {"concurrency_model": adapter.concurrency_model, "scenario": scenario.model_dump()}
@@ -169,10 +171,11 @@ def _open_folder(plan: Plan) -> tuple[ResultsFolder, set[tuple[str, str]]]:
         plan.results_root.mkdir(parents=True, exist_ok=True)
         return ResultsFolder.create(plan.results_root, plan.runtime), set()
     folder = ResultsFolder.open(plan.resume, plan.runtime)
-    selected = {(s.id, t.name) for s, t in plan.runs}
-    keep = [r for r in folder.rows() if r["status"] == "ok" and not (plan.force and (r["scenario"], r["tool"]) in selected)]
+    selected = {(s.id, t.name, r) for s, t, r in plan.runs}
+    keep = [r for r in folder.rows()
+            if r["status"] == "ok" and not (plan.force and (r["scenario"], r["tool"], int(r["repeat"])) in selected)]
     folder.rewrite(keep)  # failed/forced rows are redone; their old rows go
-    return folder, {(r["scenario"], r["tool"]) for r in keep}
+    return folder, {(r["scenario"], r["tool"], int(r["repeat"])) for r in keep}
 
 
 def run_suite(plan: Plan) -> tuple[ResultsFolder, list[RunRow]]:
@@ -188,22 +191,22 @@ def run_suite(plan: Plan) -> tuple[ResultsFolder, list[RunRow]]:
         if plan.resume is None:
             folder.write_json("environment.json", environment.collect(
                 {"runtime": plan.runtime, "shaper": shaper.kind, "shaper_reason": shaper.reason, **runtime.describe()}))
-        runs = [(s, t) for s, t in plan.runs if (s.id, t.name) not in finished]
+        runs = [(s, t, r) for s, t, r in plan.runs if (s.id, t.name, r) not in finished]
         rows: list[RunRow] = []
         overhead_s, started = SETUP_ESTIMATE_S, time.monotonic()
         with runtime:
-            for index, (scenario, adapter) in enumerate(runs, start=1):
-                remaining = sum(s.duration_s + overhead_s for s, _ in runs[index - 1:])
+            for index, (scenario, adapter, repeat) in enumerate(runs, start=1):
+                remaining = sum(s.duration_s + overhead_s for s, _, _ in runs[index - 1:])
                 _report(index, len(runs), scenario, adapter, plan.runtime, remaining)
                 if adapter.name in broken:
-                    row = _unrunnable(runtime, adapter, scenario, folder, broken[adapter.name])
+                    row = _unrunnable(runtime, adapter, scenario, folder, broken[adapter.name], repeat)
                 else:
                     row = run_one(runtime, adapter, scenario, folder, shaper.kind, plan.grace_s,
-                                  plan.allow_external_target)
+                                  plan.allow_external_target, repeat)
                 folder.append(row)
                 rows.append(row)
                 _summarise(row)
-                elapsed = time.monotonic() - started - sum(s.duration_s for s, _ in runs[:index])
+                elapsed = time.monotonic() - started - sum(s.duration_s for s, _, _ in runs[:index])
                 overhead_s = max(0.0, elapsed / index)
         return folder, rows
     finally:
@@ -212,10 +215,10 @@ def run_suite(plan: Plan) -> tuple[ResultsFolder, list[RunRow]]:
 
 
 def _unrunnable(runtime: Runtime, adapter: ToolAdapter, scenario: Scenario, folder: ResultsFolder,
-                reason: str) -> RunRow:
-    run_dir = folder.run_dir(scenario.id, adapter.name)
+                reason: str, repeat: int) -> RunRow:
+    run_dir = folder.run_dir(scenario.id, adapter.name, repeat)
     row = RunRow(tool=adapter.name, tool_version=None, runtime=runtime.name, scenario=scenario.id,
-                 vus=scenario.vus, rtt_target_ms=scenario.rtt_ms, duration_s=scenario.duration_s,
+                 vus=scenario.vus, rtt_target_ms=scenario.rtt_ms, duration_s=scenario.duration_s, repeat=repeat,
                  error=reason, started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
                  run_dir=str(run_dir.relative_to(folder.path)))
     write_meta(run_dir, row, {})

@@ -99,3 +99,13 @@ def test_netem_end_to_end(tmp_path):
     assert row["status"] == "ok" and row["shaper"] == "netem"
     assert 10 <= float(row["rtt_measured_ms"]) <= 11.5
     assert 10 <= float(row["lat_p50_ms"]) <= 13
+
+
+def test_repeats_are_interleaved_across_tools(tmp_path):
+    require_root_tools("ip", "nginx", "wrk", "ab")
+    result = harness("run", "--runtime", "host", "--tools", "wrk,ab", "--scenarios", "scenarios/quick.yaml:vu20-rtt0.1",
+                     "--duration", "1", "--repeat", "2", "--results-root", str(tmp_path))
+    assert result.returncode == 0, result.stdout + result.stderr
+    rows = list(csv.DictReader((tmp_path / "latest" / "runs.csv").open()))
+    assert [(r["tool"], r["repeat"]) for r in rows] == [("wrk", "1"), ("ab", "1"), ("wrk", "2"), ("ab", "2")]
+    assert len({r["run_dir"] for r in rows}) == 4
