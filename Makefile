@@ -16,20 +16,26 @@ FORCE     ?=
 RUN_ARGS = --tools $(TOOLS) --scenarios $(SCENARIOS) --runtime $(RUNTIME) --shaper $(SHAPER) --repeat $(REPEAT) \
            $(if $(DURATION),--duration $(DURATION)) $(if $(RESUME),--resume $(RESUME)) $(if $(FORCE),--force)
 
-.PHONY: deps bench-all bench-quick test list-tools clean-state
+.PHONY: deps bench-all bench-quick test list-tools clean-state report
 
 deps:
 	NEED_DOCKER=$(if $(filter host,$(RUNTIME)),0,1) scripts/deps.sh $(TOOLS)
 
+# The report is written even when some runs failed; the exit status still says they did.
 bench-all: deps
-	$(PY) -m harness run $(RUN_ARGS)
+	$(PY) -m harness run $(RUN_ARGS); status=$$?; $(PY) -m analysis.report results/latest; exit $$status
 
 bench-quick: SCENARIOS = scenarios/quick.yaml
 bench-quick: deps
-	$(PY) -m harness run $(RUN_ARGS)
+	$(PY) -m harness run $(RUN_ARGS); status=$$?; $(PY) -m analysis.report results/latest; exit $$status
+
+# RESULTS="results/A results/B" overlays several results folders (two machines, host vs docker...).
+RESULTS ?= results/latest
+report:
+	$(PY) -m analysis.report $(RESULTS)
 
 test:
-	scripts/deps.sh $(TEST_TOOLS)
+	NEED_BROWSER=1 scripts/deps.sh $(TEST_TOOLS)
 	$(PY) -m pytest -q -rs tests
 
 list-tools:

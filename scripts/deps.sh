@@ -42,6 +42,9 @@ if [ "$NEED_DOCKER" = 1 ] && ! docker compose version >/dev/null 2>&1; then
   command -v docker-compose >/dev/null || apt_install docker-compose
 fi
 
+# The report test opens the HTML report in a headless browser.
+[ "${NEED_BROWSER:-0}" = 1 ] && apt_install chromium fonts-dejavu-core
+
 # Toxiproxy: the RTT fallback where the kernel has no sch_netem.
 scripts/install-toxiproxy.sh || echo "deps: warning: Toxiproxy not installed: RTT shaping then needs netem (--shaper netem)" >&2
 

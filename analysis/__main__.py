@@ -1,0 +1,5 @@
+import sys
+
+from analysis.report import main
+
+sys.exit(main())

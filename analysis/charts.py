@@ -1,0 +1,194 @@
+"""The study's charts, one function per question, each drawn from the loaded DataFrame.
+
+Repetitions are shown as the median with min-max whiskers. A metric a tool does not report is
+NaN and leaves a gap (never a zero bar).
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.ticker  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from analysis.load import scenario_order  # noqa: E402
+
+OK = "ok"
+
+
+def spread(df: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """Median, min, max and count of ``metric`` over repetitions of each (scenario, label)."""
+    ok = df[df["status"] == OK]
+    grouped = ok.groupby(["scenario", "label"])[metric]
+    return grouped.agg(median="median", low="min", high="max", n="count").reset_index()
+
+
+def _facets(df: pd.DataFrame, title: str) -> tuple[plt.Figure, list[tuple[str, plt.Axes]]]:
+    scenarios = scenario_order(df)
+    cols = min(3, len(scenarios)) or 1
+    rows = math.ceil(len(scenarios) / cols) or 1
+    labels = df["label"].nunique()
+    fig, axes = plt.subplots(rows, cols, figsize=(5.4 * cols, 0.6 + rows * (1.6 + 0.3 * labels)), squeeze=False)
+    for ax in axes.flat[len(scenarios):]:
+        ax.set_visible(False)
+    fig.suptitle(title, fontsize=12, x=0.01, ha="left")
+    return fig, list(zip(scenarios, axes.flat))
+
+
+def _bars(ax: plt.Axes, stats: pd.DataFrame, labels: list[str], color: str = "tab:blue", offset: float = 0.0,
+          height: float = 0.8, name: str | None = None) -> None:
+    stats = stats.set_index("label").reindex(labels)
+    y = np.arange(len(labels)) + offset
+    low = (stats["median"] - stats["low"]).clip(lower=0)
+    high = (stats["high"] - stats["median"]).clip(lower=0)
+    ax.barh(y, stats["median"], height=height, color=color, label=name,
+            xerr=[low.fillna(0), high.fillna(0)], error_kw={"elinewidth": 0.8, "capsize": 2})
+    ax.set_yticks(np.arange(len(labels)), labels, fontsize=8)
+    ax.invert_yaxis() if not ax.yaxis_inverted() else None
+
+
+def rps(df: pd.DataFrame) -> plt.Figure:
+    fig, facets = _facets(df, "Requests per second (median, min-max whiskers)")
+    stats = spread(df, "rps")
+    ok = df[df["status"] == OK]
+    baseline = ok[ok["rtt_target_ms"] <= 0.5]
+    capacity = spread(baseline, "rps")["median"].max() if len(baseline) else np.nan
+    labels = sorted(df["label"].unique())
+    for scenario, ax in facets:
+        info = df[df["scenario"] == scenario].iloc[0]
+        scenario_stats = stats[stats["scenario"] == scenario]
+        _bars(ax, scenario_stats, labels)
+        ceiling = info["vus"] / (info["rtt_target_ms"] / 1000)
+        top = np.nanmax([scenario_stats["high"].max(), 1.0])
+        # A reference line far beyond the bars would squash them: such lines are named in the title.
+        for value, style, name in ((ceiling, dict(color="tab:red", linestyle="--"), "VUs/RTT ceiling"),
+                                   (capacity, dict(color="tab:green", linestyle=":"), "target capacity")):
+            if not np.isnan(value) and value <= 1.6 * top:
+                ax.axvline(value, linewidth=1.2, label=f"{name} {value:,.0f}", **style)
+        ax.set_title(f"{scenario} ({info['vus']:.0f} VUs, {info['rtt_target_ms']:g} ms)\n"
+                     f"ceiling {ceiling:,.0f} · target capacity {capacity:,.0f} rps", fontsize=9)
+        ax.set_xlabel("requests/s", fontsize=8)
+        ax.xaxis.set_major_formatter(matplotlib.ticker.EngFormatter(sep=""))
+        ax.legend(fontsize=7, loc="lower right") if ax.get_legend_handles_labels()[0] else None
+    fig.tight_layout()
+    return fig
+
+
+def latency(df: pd.DataFrame) -> plt.Figure:
+    fig, facets = _facets(df, "Response time: mean, p50, p95, p99 (log scale where tools differ > 20x, so none is dropped)")
+    labels = sorted(df["label"].unique())
+    markers = {"lat_mean_ms": ("mean", "o"), "lat_p50_ms": ("p50", "s"), "lat_p95_ms": ("p95", "^"),
+               "lat_p99_ms": ("p99", "D")}
+    for scenario, ax in facets:
+        for metric, (name, marker) in markers.items():
+            stats = spread(df[df["scenario"] == scenario], metric).set_index("label").reindex(labels)
+            ax.scatter(stats["median"], np.arange(len(labels)), marker=marker, s=18, label=name)
+        ax.set_yticks(np.arange(len(labels)), labels, fontsize=8)
+        ax.invert_yaxis()
+        rtt = df[df["scenario"] == scenario]["rtt_target_ms"].iloc[0]
+        ax.axvline(rtt, color="grey", linestyle="--", linewidth=0.8, label="target RTT")
+        ax.set_title(f"{scenario} (RTT {rtt:g} ms)", fontsize=9)
+        ax.set_xlabel("ms (log)", fontsize=8)
+        _log_axis(ax)
+    fig.legend(*facets[0][1].get_legend_handles_labels(), loc="upper right", fontsize=8, ncol=5)
+    fig.tight_layout(rect=(0, 0, 1, 0.93))
+    return fig
+
+
+def _log_axis(ax: plt.Axes) -> None:
+    """Log scale where values span more than 20x (so outliers need no dropping), linear otherwise."""
+    low, high = ax.dataLim.intervalx
+    if low > 0 and high / low > 20:
+        ax.set_xscale("log")
+        ax.xaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    else:
+        ax.set_xlabel(ax.get_xlabel().replace(" (log)", ""))
+
+
+def _simple(metric: str, title: str, unit: str, reference: float | None = None) -> Callable[[pd.DataFrame], plt.Figure]:
+    def draw(df: pd.DataFrame) -> plt.Figure:
+        fig, facets = _facets(df, title)
+        stats = spread(df, metric)
+        labels = sorted(df["label"].unique())
+        for scenario, ax in facets:
+            _bars(ax, stats[stats["scenario"] == scenario], labels, color="tab:purple")
+            if reference is not None:
+                ax.axvline(reference, color="grey", linewidth=0.8)
+            ax.set_title(scenario, fontsize=9)
+            ax.set_xlabel(unit, fontsize=8)
+        fig.tight_layout()
+        return fig
+    return draw
+
+
+added_latency = _simple("lat_added_ms", "Latency the tool adds: its median minus the measured RTT", "ms", 0.0)
+
+
+def memory(df: pd.DataFrame) -> plt.Figure:
+    fig, facets = _facets(df, "Memory of the load generator: average and peak RSS (top, 1 s)")
+    labels = sorted(df["label"].unique())
+    for scenario, ax in facets:
+        subset = df[df["scenario"] == scenario]
+        _bars(ax, spread(subset, "mem_peak_mb"), labels, color="tab:orange", offset=-0.2, height=0.4, name="peak")
+        _bars(ax, spread(subset, "mem_avg_mb"), labels, color="tab:blue", offset=0.2, height=0.4, name="average")
+        ax.set_title(scenario, fontsize=9)
+        ax.set_xlabel("MiB (log)", fontsize=8)
+        _log_axis(ax)
+        ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    return fig
+
+
+def runtime_ratios(df: pd.DataFrame) -> pd.DataFrame:
+    """Docker/host ratios of median RPS and p50 per (tool, scenario) present in both runtimes."""
+    ok = df[df["status"] == OK]
+    medians = ok.groupby(["tool", "scenario", "runtime"])[["rps", "lat_p50_ms"]].median().unstack("runtime")
+    if "docker" not in medians.columns.get_level_values(1) or "host" not in medians.columns.get_level_values(1):
+        return pd.DataFrame(columns=["tool", "scenario", "rps_ratio", "p50_ratio"])
+    ratios = pd.DataFrame({"rps_ratio": medians[("rps", "docker")] / medians[("rps", "host")],
+                           "p50_ratio": medians[("lat_p50_ms", "docker")] / medians[("lat_p50_ms", "host")]})
+    return ratios.dropna(how="all").reset_index()
+
+
+def docker_vs_host(df: pd.DataFrame) -> plt.Figure | None:
+    ratios = runtime_ratios(df)
+    if ratios.empty:
+        return None
+    scenarios = df[["scenario", "vus", "rtt_target_ms"]].drop_duplicates("scenario")
+    data = ratios.merge(scenarios, on="scenario").assign(label=lambda d: d["tool"])
+    fig, facets = _facets(data, "Container vs bare metal: Docker / host ratio (1 = no difference)")
+    labels = sorted(data["label"].unique())
+    for scenario, ax in facets:
+        subset = data[data["scenario"] == scenario].set_index("label").reindex(labels)
+        y = np.arange(len(labels))
+        ax.barh(y - 0.2, subset["rps_ratio"], height=0.4, label="RPS ratio", color="tab:blue")
+        ax.barh(y + 0.2, subset["p50_ratio"], height=0.4, label="p50 ratio", color="tab:orange")
+        ax.axvline(1.0, color="grey", linewidth=0.8)
+        ax.set_yticks(y, labels, fontsize=8)
+        ax.invert_yaxis()
+        ax.set_title(scenario, fontsize=9)
+        ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    return fig
+
+
+def counting(df: pd.DataFrame) -> plt.Figure:
+    counted = df.assign(count_diff_pct=(df["requests"] - df["server_requests"]) / df["server_requests"] * 100)
+    return _simple("count_diff_pct", "Counting accuracy: (tool's requests - Nginx's count) / Nginx's count",
+                   "%", 0.0)(counted)
+
+
+CHARTS: dict[str, tuple[str, Callable[[pd.DataFrame], plt.Figure | None]]] = {
+    "rps": ("Requests per second per tool and scenario, with the VUs/RTT ceiling and the target's capacity", rps),
+    "latency": ("Response time per tool and VU level", latency),
+    "added_latency": ("Latency the tool itself adds", added_latency),
+    "memory": ("Memory per tool and VU level", memory),
+    "docker_vs_host": ("Container vs bare metal", docker_vs_host),
+    "counting": ("Accuracy of counting: tool vs Nginx", counting),
+}

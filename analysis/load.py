@@ -1,0 +1,67 @@
+"""Load any set of results folders into one pandas DataFrame (the notebook entry point).
+
+    from analysis import load_results
+    df = load_results("results/latest", "results/20261123T001500Z-docker")
+
+One row per run, the columns of runs.csv (numbers as floats, empty cells as NaN: a metric a tool
+does not report stays missing, never 0), plus ``folder`` (the folder's name), ``label`` (what
+charts call it) and ``env_*`` columns from its environment.json.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+NUMERIC = ["vus", "rtt_target_ms", "duration_s", "requests", "errors", "rps", "lat_min_ms", "lat_mean_ms",
+           "lat_p50_ms", "lat_p75_ms", "lat_p90_ms", "lat_p95_ms", "lat_p99_ms", "lat_max_ms", "mem_avg_mb",
+           "mem_peak_mb", "cpu_avg_pct", "server_requests", "rtt_measured_ms", "lat_added_ms", "measured_s",
+           "repeat", "startup_s", "mem_startup_peak_mb"]
+ENVIRONMENT_KEYS = ["hostname", "kernel", "cpu_model", "cores", "memory_gib", "harness_commit", "docker_version",
+                    "shaper"]
+
+
+def environment(folder: Path) -> dict:
+    path = folder / "environment.json"
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+def load_results(*folders: str | Path) -> pd.DataFrame:
+    frames = []
+    for folder in map(Path, folders):
+        folder = folder.resolve()
+        runs_csv = folder / "runs.csv"
+        if not runs_csv.is_file():
+            raise FileNotFoundError(f"{folder} has no runs.csv: is it a results folder?")
+        frame = pd.read_csv(runs_csv, dtype=str, keep_default_na=False, na_values=[""])
+        env = environment(folder)
+        frame["folder"] = folder.name
+        for key in ENVIRONMENT_KEYS:
+            frame[f"env_{key}"] = env.get(key)
+        frames.append(frame)
+    df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    for column in NUMERIC:
+        if column in df:
+            df[column] = pd.to_numeric(df[column], errors="coerce")
+    if "repeat" in df:
+        df["repeat"] = df["repeat"].fillna(1)
+    df["label"] = _labels(df) if len(df) else []
+    return df
+
+
+def _labels(df: pd.DataFrame) -> pd.Series:
+    """The tool, plus the runtime when both are present, plus the folder when several folders
+    share a runtime (two machines, two tool versions)."""
+    label = df["tool"].copy()
+    if df["runtime"].nunique() > 1:
+        label += " (" + df["runtime"] + ")"
+    if (df.groupby("runtime")["folder"].nunique() > 1).any():
+        label += " · " + df["folder"]
+    return label
+
+
+def scenario_order(df: pd.DataFrame) -> list[str]:
+    """Scenarios ordered as the study lists them: by RTT, then VUs."""
+    order = df.drop_duplicates("scenario").sort_values(["rtt_target_ms", "vus"])
+    return list(order["scenario"])

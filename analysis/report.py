@@ -1,0 +1,121 @@
+"""`make report`: charts (PNG + SVG), tables and the environment of one or more results folders,
+as one HTML page.
+
+    python -m analysis.report [FOLDER ...] [--out DIR]
+
+One folder: the report goes to FOLDER/report/index.html. Several (e.g. two machines, or host and
+Docker): to results/compare-<UTC timestamp>/report/index.html unless --out is given.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import pandas as pd
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+
+from analysis.charts import CHARTS, runtime_ratios, spread
+from analysis.load import environment, load_results, scenario_order
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+SUMMARY_METRICS = ["rps", "lat_p50_ms", "lat_p99_ms", "lat_added_ms", "mem_avg_mb", "mem_peak_mb", "cpu_avg_pct"]
+
+
+def summary_table(df: pd.DataFrame) -> list[dict]:
+    """Median (min-max) per (scenario, label) over repetitions; empty where unreported."""
+    rows = []
+    order = {s: i for i, s in enumerate(scenario_order(df))}
+    keys = df[["scenario", "label", "tool", "runtime"]].drop_duplicates()
+    spreads = {m: spread(df, m).set_index(["scenario", "label"]) for m in SUMMARY_METRICS}
+    for _, key in keys.sort_values(["scenario", "label"], key=lambda c: c.map(order) if c.name == "scenario" else c).iterrows():
+        runs = df[(df["scenario"] == key["scenario"]) & (df["label"] == key["label"])]
+        row = {"scenario": key["scenario"], "tool": key["label"], "runs": len(runs),
+               "ok": int((runs["status"] == "ok").sum()), "version": ", ".join(sorted(set(runs["tool_version"].dropna())))}
+        for metric, stats in spreads.items():
+            row[metric] = _cell(stats, (key["scenario"], key["label"]))
+        rows.append(row)
+    return rows
+
+
+def _cell(stats: pd.DataFrame, key: tuple) -> str:
+    if key not in stats.index or pd.isna(stats.loc[key, "median"]):
+        return ""
+    median, low, high, n = stats.loc[key, ["median", "low", "high", "n"]]
+    return _number(median) if n < 2 else f"{_number(median)} ({_number(low)}–{_number(high)})"
+
+
+def _number(value: float) -> str:
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
+
+
+def raw_rows(folder: Path) -> tuple[list[str], list[dict]]:
+    """runs.csv exactly as written (the report's tables must equal it)."""
+    with (folder / "runs.csv").open(newline="") as handle:
+        reader = csv.DictReader(handle)
+        return list(reader.fieldnames or []), list(reader)
+
+
+def metric_sources(folder: Path) -> dict[str, str]:
+    sources = {}
+    for meta_file in sorted(folder.glob("*/*/meta.json")) + sorted(folder.glob("*/*/*/meta.json")):
+        meta = json.loads(meta_file.read_text())
+        tool = meta["row"]["tool"]
+        if meta.get("metric_source") and tool not in sources:
+            sources[tool] = meta["metric_source"]
+    return sources
+
+
+def build(folders: list[Path], out: Path) -> Path:
+    df = load_results(*folders)
+    out.mkdir(parents=True, exist_ok=True)
+    charts, missing = [], []
+    for name, (caption, draw) in CHARTS.items():
+        figure = draw(df) if len(df[df["status"] == "ok"]) else None
+        if figure is None:
+            missing.append((caption, "these results hold no run of the same tool and scenario in both runtimes"
+                            if name == "docker_vs_host" else "no successful run"))
+            continue
+        for ext in ("png", "svg"):
+            figure.savefig(out / f"{name}.{ext}", dpi=110)
+        plt.close(figure)
+        charts.append({"name": name, "caption": caption})
+    ratios = runtime_ratios(df)
+    page = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape()).get_template("report.html.j2")
+    html = page.render(
+        generated=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        folders=[{"name": f.name, "environment": environment(f), "raw": raw_rows(f), "sources": metric_sources(f)}
+                 for f in folders],
+        charts=charts, missing=missing, summary=summary_table(df),
+        ratios=ratios.round(3).to_dict("records"), metrics=SUMMARY_METRICS,
+    )
+    (out / "index.html").write_text(html)
+    return out / "index.html"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Write the HTML report of one or more results folders.")
+    parser.add_argument("folders", nargs="*", type=Path, default=[Path("results/latest")])
+    parser.add_argument("--out", type=Path, help="report folder (default: FOLDER/report, or results/compare-<ts>/report)")
+    args = parser.parse_args(argv)
+    folders = [f.resolve() for f in args.folders]
+    for folder in folders:
+        if not (folder / "runs.csv").is_file():
+            sys.stderr.write(f"error: {folder} has no runs.csv: pass a results folder (e.g. results/latest)\n")
+            return 2
+    if args.out:
+        out = args.out
+    elif len(folders) == 1:
+        out = folders[0] / "report"
+    else:
+        out = folders[0].parent / f"compare-{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}" / "report"
+    print(f"report: {build(folders, out)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
