@@ -69,6 +69,11 @@ class ToolAdapter(ABC):
     # One line on how VUs map to the tool's knobs, shown by `list-tools` and kept in meta.json.
     concurrency_model: ClassVar[str]
     folder: Path = Path()             # set by discovery: tools/<folder>/ (Dockerfile, install.sh)
+    # False for tools whose output has no latency percentiles (their p50..p99 stay empty).
+    reports_percentiles: ClassVar[bool] = True
+    # Set for a tool that cannot be made to work (say why): its runs become failed rows with this
+    # reason and list-tools shows it, so it is never dropped silently.
+    unavailable: ClassVar[str | None] = None
 
     def variants(self) -> list["ToolAdapter"]:
         """Named variants that appear as separate tools (e.g. locust and locust-http).

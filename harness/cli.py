@@ -84,6 +84,9 @@ def _list_tools(_: argparse.Namespace) -> int:
     docker_up = docker_available() is not None
     print(f"{'tool':13} {'folder':10} {'host':18} {'docker image':14} concurrency model")
     for adapter in registry.discover().values():
+        if adapter.unavailable:
+            print(f"{adapter.name:13} {adapter.folder.name:10} NOT WORKING: {adapter.unavailable}")
+            continue
         host = host_version(adapter) if shutil.which(adapter.version_command[0]) else "not installed"
         image = ("built" if image_exists(tool_image(adapter)) else "not built") if docker_up else "no daemon"
         print(f"{adapter.name:13} {adapter.folder.name:10} {host:18} {image:14} {adapter.concurrency_model}")

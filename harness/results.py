@@ -42,6 +42,7 @@ class RunRow:
     server_requests: int | None = None
     status: str = "failed"
     error: str = ""
+    notes: str = ""                      # the adapter's remarks on this run (e.g. why counts differ)
     shaper: str = "none"                 # how the RTT was made: netem | toxiproxy | none
     rtt_measured_ms: float | None = None # median RTT from the tool's position, before the run
     rtt_ok: bool | None = None           # within max(10%, 0.5 ms) of rtt_target_ms

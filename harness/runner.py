@@ -79,6 +79,7 @@ def fill_metrics(row: RunRow, adapter: ToolAdapter, spec: RunSpec, execution: Ex
         for name in ("requests", "errors", "rps", "measured_s", "lat_min_ms", "lat_mean_ms", "lat_p50_ms",
                      "lat_p75_ms", "lat_p90_ms", "lat_p95_ms", "lat_p99_ms", "lat_max_ms"):
             setattr(row, name, getattr(metrics, name))
+        row.notes = "; ".join(metrics.notes)
         if metrics.load_start_s is not None and metrics.measured_s is not None:
             row.startup_s = metrics.load_start_s
             window = (metrics.load_start_s, metrics.load_start_s + metrics.measured_s)
@@ -198,8 +199,9 @@ def run_suite(plan: Plan) -> tuple[ResultsFolder, list[RunRow]]:
             for index, (scenario, adapter, repeat) in enumerate(runs, start=1):
                 remaining = sum(s.duration_s + overhead_s for s, _, _ in runs[index - 1:])
                 _report(index, len(runs), scenario, adapter, plan.runtime, remaining)
-                if adapter.name in broken:
-                    row = _unrunnable(runtime, adapter, scenario, folder, broken[adapter.name], repeat)
+                if adapter.unavailable or adapter.name in broken:
+                    reason = adapter.unavailable or broken[adapter.name]
+                    row = _unrunnable(runtime, adapter, scenario, folder, reason, repeat)
                 else:
                     row = run_one(runtime, adapter, scenario, folder, shaper.kind, plan.grace_s,
                                   plan.allow_external_target, repeat)

@@ -142,7 +142,7 @@ class DockerRuntime(Runtime):
         if problem:
             raise HarnessError(problem)
         broken = {}
-        for folder in dict.fromkeys(a.folder.name for a in adapters):  # variants share an image
+        for folder in dict.fromkeys(a.folder.name for a in adapters if not a.unavailable):  # variants share an image
             problem = self._build("generator", folder)
             if problem:
                 broken.update({a.name: problem for a in adapters if a.folder.name == folder})

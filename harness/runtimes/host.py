@@ -79,7 +79,7 @@ class HostRuntime(Runtime):
         for command in ("ip", "nginx", "top", "tc"):
             if shutil.which(command) is None:
                 found.append(f"'{command}' is not installed: run `make deps` (iproute2, nginx, procps)")
-        missing = [a.name for a in adapters if shutil.which(a.version_command[0]) is None]
+        missing = [a.name for a in adapters if not a.unavailable and shutil.which(a.version_command[0]) is None]
         if missing:
             found.append(f"not installed on the host: {', '.join(missing)}: run `make deps RUNTIME=host TOOLS={','.join(missing)}`")
         return found
