@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import sys
 import inspect
 from pathlib import Path
 
@@ -28,7 +29,11 @@ def discover(tools_dir: Path = TOOLS_DIR) -> dict[str, ToolAdapter]:
     adapters: dict[str, ToolAdapter] = {}
     adapter_files = [f for d in _tool_dirs(tools_dir) for f in sorted(d.glob("*/adapter.py"))]
     for adapter_file in adapter_files:
-        module = _load_module(adapter_file)
+        try:
+            module = _load_module(adapter_file)
+        except Exception as exc:  # noqa: BLE001 - one broken adapter must not hide the others
+            print(f"warning: skipping {adapter_file}: {type(exc).__name__}: {exc}", file=sys.stderr)
+            continue
         for _, cls in inspect.getmembers(module, inspect.isclass):
             if issubclass(cls, ToolAdapter) and not inspect.isabstract(cls) and cls.__module__ == module.__name__:
                 for adapter in cls().variants():
