@@ -1,0 +1,197 @@
+"""Locust adapter: discovery of its three variants, the command, and the parser on real runs
+(tests/fixtures/locust/<variant>-<runtime>/, copied from harness run folders).
+
+Parsed figures are checked against what is independent of the parser in the same raw output:
+Nginx's request count (meta.json server_requests), Locust's own per-second counters, Locust's own
+percentile algorithm on its histogram, and Locust's stats CSV where that CSV is complete.
+"""
+import ast
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from harness import TOOLS_DIR
+from harness.adapter import ParseError, RunSpec, ToolOutput
+from harness.registry import discover
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "locust"
+ADAPTERS = discover()
+VARIANTS = ("locust", "locust-http", "locust-multi")
+CASES = sorted(p.name for p in FIXTURES.iterdir())
+PERCENTILES = (50, 75, 90, 95, 99)
+
+
+def load(case: str, launched_at: float = 0.0) -> tuple[ToolOutput, dict]:
+    folder = FIXTURES / case
+    meta = json.loads((folder / "meta.json").read_text())
+    spec = RunSpec(url="http://198.18.0.2:80/style.css", vus=meta["row"]["vus"],
+                   duration_s=meta["row"]["duration_s"], out_dir=folder, cpus=2)
+    output = ToolOutput(spec, (folder / "stdout.txt").read_text(), (folder / "stderr.txt").read_text(), 0,
+                        launched_at)
+    return output, meta
+
+
+def locust_percentile(histogram: dict[int, int], total: int, fraction: float) -> int:
+    """Locust's calculate_response_time_percentile (locust/stats.py), written out independently."""
+    below = int(total * fraction)
+    seen = 0
+    for bucket in sorted(histogram, reverse=True):
+        seen += histogram[bucket]
+        if total - seen <= below:
+            return bucket
+    return 0
+
+
+def aggregated_csv_row(folder: Path) -> dict:
+    with (folder / "locust_stats.csv").open() as handle:
+        return next(r for r in csv.DictReader(handle) if r["Name"] == "Aggregated")
+
+
+def assert_ordered(m) -> None:
+    values = [m.lat_min_ms, m.lat_p50_ms, m.lat_p75_ms, m.lat_p90_ms, m.lat_p95_ms, m.lat_p99_ms, m.lat_max_ms]
+    assert all(v is not None for v in values)
+    assert values == sorted(values)
+
+
+def test_discovery_yields_all_three_variants_from_one_folder():
+    for name in VARIANTS:
+        assert name in ADAPTERS
+        assert ADAPTERS[name].name == name
+        assert ADAPTERS[name].folder == TOOLS_DIR / "locust"
+    assert len({id(ADAPTERS[n]) for n in VARIANTS}) == 3
+    assert len({ADAPTERS[n].concurrency_model for n in VARIANTS}) == 3
+
+
+def test_commands_pick_client_and_process_mode(tmp_path):
+    spec = RunSpec(url="http://198.18.0.2:80/style.css", vus=20, duration_s=5, out_dir=tmp_path, cpus=2)
+    argvs = {n: ADAPTERS[n].command(spec) for n in VARIANTS}
+    for name, argv in argvs.items():
+        assert argv[0] == "/opt/lth/locust/venv/bin/locust"
+        joined = " ".join(argv)
+        assert "--headless" in argv and "-u 20 -r 20 -t 5s" in joined
+        assert "-H http://198.18.0.2:80 --lth-path /style.css" in joined
+        assert f"--csv {tmp_path}/locust" in joined and f"--json-file {tmp_path}/locust" in joined
+        assert Path(argv[argv.index("-f") + 1]) == TOOLS_DIR / "locust" / "locustfile.py"
+    assert argvs["locust"][-1] == "FastUser" and "--processes" not in argvs["locust"]
+    assert argvs["locust-http"][-1] == "DefaultUser" and "--processes" not in argvs["locust-http"]
+    assert argvs["locust-multi"][-1] == "FastUser"
+    assert argvs["locust-multi"][argvs["locust-multi"].index("--processes") + 1] == "-1"
+
+
+def test_locustfile_defines_both_user_classes_without_wait_time():
+    tree = ast.parse((TOOLS_DIR / "locust" / "locustfile.py").read_text())
+    classes = {c.name: [b.id for b in c.bases] for c in tree.body if isinstance(c, ast.ClassDef)}
+    assert classes["FastUser"] == ["FastHttpUser"] and classes["DefaultUser"] == ["HttpUser"]
+    assert (TOOLS_DIR / "locust" / "locustfile.py").read_text().count("wait_time = constant(0)") == 2
+
+
+def test_version_is_read_from_locust_version_output():
+    text = "locust 2.47.0 from /opt/lth/locust/venv/lib/python3.11/site-packages/locust (Python 3.11.2)\n"
+    assert ADAPTERS["locust"].parse_version(text) == "2.47.0"
+
+
+def test_fixtures_cover_every_variant_on_both_runtimes():
+    assert CASES == sorted(f"{v}-{rt}" for v in VARIANTS for rt in ("docker", "host"))
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_parser_agrees_with_nginx_and_locusts_own_counters(case):
+    output, meta = load(case)
+    row = meta["row"]
+    metrics = ADAPTERS[row["tool"]].parse(output)
+    [entry] = json.loads((FIXTURES / case / "locust.json").read_text())
+    assert metrics.requests == entry["num_requests"] == sum(entry["num_reqs_per_sec"].values())
+    assert metrics.errors == 0 == sum(entry["num_fail_per_sec"].values())
+    # Nginx counted the same requests (the tool cannot see in-flight requests cut off at the end).
+    assert abs(row["server_requests"] - metrics.requests) <= 0.02 * metrics.requests
+    assert 0 < metrics.measured_s <= row["duration_s"] + 0.2
+    assert metrics.measured_s > row["duration_s"] - 0.5
+    assert metrics.rps == pytest.approx(metrics.requests / metrics.measured_s) and metrics.rps > 0
+    assert_ordered(metrics)
+    assert metrics.load_start_s is None            # no launch time given here
+    assert "histogram" in metrics.source and "rounded" in metrics.source
+    # What the harness recorded for this run is what the parser gives now.
+    for name in ("requests", "errors", "lat_p50_ms", "lat_p99_ms", "lat_max_ms"):
+        assert getattr(metrics, name) == pytest.approx(row[name]), name
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_percentiles_match_locusts_own_algorithm(case):
+    output, meta = load(case)
+    metrics = ADAPTERS[meta["row"]["tool"]].parse(output)
+    [entry] = json.loads((FIXTURES / case / "locust.json").read_text())
+    histogram = {int(k): v for k, v in entry["response_times"].items()}
+    total = sum(histogram.values())
+    for p in PERCENTILES:
+        expected = locust_percentile(histogram, total, p / 100)
+        if (total * p) % 100 == 0:   # nearest-rank and Locust differ by one rank only at exact ranks
+            continue
+        assert getattr(metrics, f"lat_p{p}_ms") == pytest.approx(
+            min(max(expected, metrics.lat_min_ms), metrics.lat_max_ms)), p
+    assert metrics.lat_mean_ms == pytest.approx(entry["total_response_time"] / entry["num_requests"])
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_parser_agrees_with_locusts_stats_csv_where_complete(case):
+    """The stats CSV is rewritten once a second; in one-process mode its last write misses the
+    final second or so (the JSON is written after the runner stopped). Where it is complete
+    (master/worker mode) every figure must match it."""
+    output, meta = load(case)
+    metrics = ADAPTERS[meta["row"]["tool"]].parse(output)
+    row = aggregated_csv_row(FIXTURES / case)
+    csv_requests = int(row["Request Count"])
+    assert csv_requests <= metrics.requests
+    if csv_requests < metrics.requests:
+        assert meta["row"]["tool"] != "locust-multi"
+        return
+    for p in PERCENTILES:
+        assert getattr(metrics, f"lat_p{p}_ms") == float(row[f"{p}%"])
+    assert metrics.lat_mean_ms == pytest.approx(float(row["Average Response Time"]))
+    assert metrics.lat_min_ms == pytest.approx(float(row["Min Response Time"]))
+    assert metrics.lat_max_ms == pytest.approx(float(row["Max Response Time"]))
+
+
+def test_multi_fixtures_have_a_complete_csv():
+    for case in ("locust-multi-host", "locust-multi-docker"):
+        output, _ = load(case)
+        assert int(aggregated_csv_row(FIXTURES / case)["Request Count"]) == ADAPTERS["locust-multi"].parse(output).requests
+
+
+def test_load_start_comes_from_locusts_first_request_timestamp():
+    [entry] = json.loads((FIXTURES / "locust-host" / "locust.json").read_text())
+    output, _ = load("locust-host", launched_at=entry["start_time"] - 0.3)
+    metrics = ADAPTERS["locust"].parse(output)
+    assert metrics.load_start_s == pytest.approx(0.3)
+    assert metrics.measured_s == pytest.approx(entry["last_request_timestamp"] - entry["start_time"])
+
+
+def _with_json(tmp_path: Path, payload) -> ToolOutput:
+    (tmp_path / "locust.json").write_text(payload if isinstance(payload, str) else json.dumps(payload))
+    spec = RunSpec(url="http://198.18.0.2:80/style.css", vus=20, duration_s=5, out_dir=tmp_path, cpus=2)
+    return ToolOutput(spec, "", "", 0)
+
+
+def test_bucket_percentiles_are_bounded_by_exact_min_and_max(tmp_path):
+    entry = {"name": "/", "method": "GET", "start_time": 100.0, "last_request_timestamp": 105.0,
+             "num_requests": 10, "num_none_requests": 0, "num_failures": 0, "total_response_time": 13.0,
+             "min_response_time": 1.2, "max_response_time": 1.45, "response_times": {"1": 10},
+             "num_reqs_per_sec": {}, "num_fail_per_sec": {}}
+    metrics = ADAPTERS["locust"].parse(_with_json(tmp_path, [entry]))
+    assert metrics.lat_p50_ms == metrics.lat_p99_ms == 1.2
+    assert any("bounded" in n for n in metrics.notes)
+    assert metrics.rps == pytest.approx(2.0)
+
+
+def test_missing_json_file_is_a_parse_error(tmp_path):
+    output, _ = load("locust-host")
+    moved = ToolOutput(RunSpec(output.spec.url, 20, 5, tmp_path, 2), output.stdout, output.stderr, 0)
+    with pytest.raises(ParseError, match="locust.json"):
+        ADAPTERS["locust"].parse(moved)
+
+
+@pytest.mark.parametrize("payload", ["[]", "{not json", "[{\"num_requests\": 5}]"])
+def test_empty_or_broken_json_is_a_parse_error(tmp_path, payload):
+    with pytest.raises(ParseError):
+        ADAPTERS["locust"].parse(_with_json(tmp_path, payload))
