@@ -4,7 +4,7 @@
 # Used only when `debian:bookworm-slim` cannot be pulled; on a normal machine
 # the Dockerfiles build FROM the official image instead.
 set -euo pipefail
-IMAGE="${1:-lth-base:bookworm}"
+IMAGE="${1:-lth-base:bookworm-2}"
 MIRROR="${LTH_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 
 if docker image inspect "$IMAGE" >/dev/null 2>&1; then
@@ -21,6 +21,12 @@ deb $MIRROR bookworm main
 deb $MIRROR bookworm-updates main
 deb ${MIRROR%/debian}/debian-security bookworm-security main
 SRC
+# Certificate authorities the host trusts beyond Debian's (e.g. a TLS-intercepting proxy in front
+# of the registries): without them pip/npm/Maven/Go fail inside `docker build`.
+if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null; then
+  cp /usr/local/share/ca-certificates/*.crt "$rootfs/usr/local/share/ca-certificates/"
+  chroot "$rootfs" update-ca-certificates >/dev/null
+fi
 rm -rf "$rootfs"/var/lib/apt/lists/* "$rootfs"/var/cache/apt/archives/*.deb
 tar -C "$rootfs" -c . | docker import --change 'CMD ["/bin/bash"]' - "$IMAGE" >/dev/null
 echo "built base image $IMAGE"

@@ -24,7 +24,8 @@ from harness.target import Target
 
 PROJECT = PREFIX
 COMPOSE_FILE = DOCKER_DIR / "compose.yaml"
-OFFICIAL_BASE, LOCAL_BASE = "debian:bookworm-slim", f"{PREFIX}-base:bookworm"
+# The local base's tag changes whenever build-base-image.sh makes a different image (-2: host CAs).
+OFFICIAL_BASE, LOCAL_BASE = "debian:bookworm-slim", f"{PREFIX}-base:bookworm-2"
 TARGET_IP = "198.18.1.10"
 
 
