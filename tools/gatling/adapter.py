@@ -1,0 +1,79 @@
+"""Gatling: Scala/Java on Netty (event loops), a Java DSL simulation, one virtual user per connection."""
+import importlib.util
+import sys
+from pathlib import Path
+
+from harness.adapter import Metrics, ParseError, RunSpec, ToolAdapter, ToolOutput
+from harness.stats import DEFINITION, latency_metrics
+
+
+def _load_simlog():
+    path = Path(__file__).with_name("simlog.py")
+    spec = importlib.util.spec_from_file_location("lth_tools.gatling_simlog", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module      # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+simlog = _load_simlog()
+
+HOME = "/opt/lth/gatling"          # assembled by install.sh / the Dockerfile (tools/gatling/pom.xml)
+SIMULATION = "lth.LthSimulation"   # src/test/java/lth/LthSimulation.java, compiled at install
+# The JVM options gatling-maven-plugin 4.21 forks Gatling with on Java 17 (GatlingConstants.
+# DEFAULT_JVM_OPTIONS_GATLING), minus -XX:+HeapDumpOnOutOfMemoryError (a 1 GB dump in the cwd).
+JVM = ["-Xmx1G", "-XX:MaxInlineLevel=20", "-XX:MaxTrivialSize=12",
+       "--add-opens=java.base/java.lang=ALL-UNNAMED", "--add-opens=java.base/jdk.internal.misc=ALL-UNNAMED"]
+# Nothing but the target may be contacted: no usage analytics, no warm-up request to gatling.io
+# (also set in gatling.conf and the simulation), and Gatling's unconditional "is there a newer
+# release?" query to https://repo1.maven.org at start-up is sent to a closed local port (the
+# target is plain http, which this https proxy setting does not touch).
+OFFLINE = ["-Dgatling.data.enableAnalytics=false", "-Dgatling.http.warmUpUrl=",
+           "-Dhttps.proxyHost=127.0.0.1", "-Dhttps.proxyPort=9"]
+
+
+class Gatling(ToolAdapter):
+    name = "gatling"
+    version_command = [f"{HOME}/bin/gatling", "--version"]
+    concurrency_model = "atOnceUsers(VUs), each looping one GET during(duration) over its own keep-alive connection"
+
+    def command(self, spec: RunSpec) -> list[str]:
+        return [
+            "java", *JVM, *OFFLINE,
+            f"-Dlth.url={spec.url}", f"-Dlth.vus={spec.vus}", f"-Dlth.duration={spec.duration_s}",
+            "-cp", f"{HOME}/classes:{HOME}/lib/*", "io.gatling.app.Gatling",
+            "--simulation", SIMULATION, "--results-folder", str(spec.out_dir),
+        ]
+
+    def parse(self, output: ToolOutput) -> Metrics:
+        logs = sorted(output.spec.out_dir.glob("*/simulation.log"))
+        if len(logs) != 1:
+            raise ParseError(f"expected one <run>/simulation.log in the run folder, found {len(logs)}")
+        try:
+            log = simlog.read(logs[0])
+        except simlog.SimulationLogError as exc:
+            raise ParseError(f"{logs[0].name}: {exc}") from None
+        if not log.starts:
+            raise ParseError("simulation.log holds no request records")
+        first, last = min(log.starts), max(log.ends)
+        measured_s = (last - first) / 1000.0
+        requests = len(log.starts)
+        notes = [f"JVM: {' '.join(JVM)} (gatling-maven-plugin's defaults)",
+                 f"{log.users_started} users started, {log.users_ended} ended (VUs {output.spec.vus})"]
+        if log.messages:
+            notes.append("KO: " + "; ".join(f"{n} x {m}" for m, n in sorted(log.messages.items(), key=lambda i: -i[1])[:5]))
+        if log.errors:
+            notes.append(f"{log.errors} error records (crashes outside requests)")
+        return latency_metrics(
+            [end - start for start, end in zip(log.starts, log.ends)],
+            requests=requests,
+            errors=log.ok.count(False),
+            rps=requests / measured_s if measured_s > 0 else None,
+            measured_s=measured_s,
+            load_start_s=(log.run_start_ms + first) / 1000.0 - output.launched_at if output.launched_at else None,
+            source=(f"Gatling {log.gatling_version}'s binary simulation.log read record by record (tools/gatling/simlog.py): "
+                    f"latency = end - start per request (whole ms: Gatling records milliseconds), {DEFINITION}; "
+                    "errors = KO requests; load window = first request start to last request end; rps = requests / window; "
+                    f"load_start_s = first request start - launch; JVM {' '.join(JVM[:1])}"),
+            notes=notes,
+        )

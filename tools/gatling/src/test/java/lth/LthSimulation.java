@@ -1,0 +1,39 @@
+package lth;
+
+import static io.gatling.javaapi.core.CoreDsl.*;
+import static io.gatling.javaapi.http.HttpDsl.*;
+
+import io.gatling.javaapi.core.*;
+import io.gatling.javaapi.http.*;
+import java.net.URI;
+import java.time.Duration;
+
+/**
+ * lth: -Dlth.vus users injected at once, each looping one GET of -Dlth.url for -Dlth.duration
+ * seconds over its own keep-alive connection.
+ */
+public class LthSimulation extends Simulation {
+
+  private static final URI TARGET = URI.create(System.getProperty("lth.url", "http://127.0.0.1:80/"));
+  private static final int VUS = Integer.getInteger("lth.vus", 20);
+  private static final int DURATION_S = Integer.getInteger("lth.duration", 10);
+
+  private static String path() {
+    String path = TARGET.getRawPath().isEmpty() ? "/" : TARGET.getRawPath();
+    return TARGET.getRawQuery() == null ? path : path + "?" + TARGET.getRawQuery();
+  }
+
+  private final HttpProtocolBuilder protocol =
+      http.baseUrl(TARGET.getScheme() + "://" + TARGET.getRawAuthority())
+          // no request to gatling.io before the run
+          .disableWarmUp()
+          // every request goes to the server (no If-None-Match/If-Modified-Since, no 304s)
+          .disableCaching();
+
+  private final ScenarioBuilder scenario =
+      scenario("lth").during(Duration.ofSeconds(DURATION_S)).on(exec(http("GET").get(path())));
+
+  {
+    setUp(scenario.injectOpen(atOnceUsers(VUS))).protocols(protocol);
+  }
+}

@@ -1,0 +1,92 @@
+"""Apache JMeter: Java, one thread per virtual user, non-GUI mode, per-sample JTL (CSV) log."""
+import csv
+from urllib.parse import urlsplit
+
+from harness.adapter import Metrics, ParseError, RunSpec, ToolAdapter, ToolOutput
+from harness.stats import DEFINITION, latency_metrics
+
+HOME = "/opt/lth/jmeter"          # assembled by install.sh / the Dockerfile (tools/jmeter/pom.xml)
+JTL, LOG = "jmeter.jtl", "jmeter.log"
+RAMP_UP_S = 1                     # the study started its threads over 1 s
+# JVM options of JMeter 5.6.3's own bin/jmeter start script (its defaults, unchanged), so the
+# memory figures are those of a stock `jmeter -n` run.
+HEAP = ["-Xms1g", "-Xmx1g", "-XX:MaxMetaspaceSize=256m"]
+GC = ["-XX:+UseG1GC", "-XX:MaxGCPauseMillis=100", "-XX:G1ReservePercent=20"]
+# JTL columns: what the parser needs (timeStamp, elapsed, success, ...) and little else, which keeps
+# the log about a third of JMeter's default row size.
+JTL_FIELDS = {
+    "timestamp": True, "time": True, "successful": True, "response_code": True, "connect_time": True,
+    "latency": True, "thread_name": True, "assertion_results_failure_message": True,
+    "label": False, "response_message": False, "data_type": False, "bytes": False, "sent_bytes": False,
+    "url": False, "thread_counts": False, "idle_time": False,
+}
+JVM = ["-server", *HEAP, *GC, "-Djava.security.egd=file:/dev/urandom", "-Duser.language=en", "-Duser.region=EN"]
+
+
+class JMeter(ToolAdapter):
+    name = "jmeter"
+    version_command = [f"{HOME}/bin/jmeter", "-j", "/dev/null", "--version"]
+    concurrency_model = (f"ThreadGroup of VUs threads (one keep-alive connection each) started over {RAMP_UP_S} s, "
+                         "scheduler duration, loops forever")
+
+    def command(self, spec: RunSpec) -> list[str]:
+        url = urlsplit(spec.url)
+        port = url.port or (443 if url.scheme == "https" else 80)
+        path = url.path or "/"
+        if url.query:
+            path += "?" + url.query
+        return [
+            "java", *JVM, "-jar", f"{HOME}/bin/ApacheJMeter.jar",
+            "-n", "-f", "-t", str(self.folder / "plan.jmx"),
+            "-l", str(spec.out_dir / JTL), "-j", str(spec.out_dir / LOG),
+            f"-Jthreads={spec.vus}", f"-Jduration={spec.duration_s}", f"-Jrampup={RAMP_UP_S}",
+            f"-Jprotocol={url.scheme}", f"-Jhost={url.hostname}", f"-Jport={port}", f"-Jpath={path}",
+            # keep each thread's connection open across its loop iterations, and for the whole run
+            # (HttpClient4 otherwise retires a connection 60 s after it was opened)
+            "-Jhttpclient.reset_state_on_thread_group_iteration=false",
+            f"-Jhttpclient4.time_to_live={(spec.duration_s + 60) * 1000}",
+            "-Jsampleresult.timestamp.start=true",
+            "-Jjmeter.save.saveservice.output_format=csv", "-Jjmeter.save.saveservice.print_field_names=true",
+            *(f"-Jjmeter.save.saveservice.{field}={'true' if keep else 'false'}" for field, keep in JTL_FIELDS.items()),
+        ]
+
+    def parse(self, output: ToolOutput) -> Metrics:
+        path = output.file(JTL)
+        if not path.is_file():
+            raise ParseError(f"JMeter wrote no per-sample log {JTL}")
+        starts, elapsed, errors, threads = [], [], 0, set()
+        with path.open(newline="") as handle:
+            reader = csv.reader(handle)
+            header = next(reader, [])
+            missing = [c for c in ("timeStamp", "elapsed", "success", "threadName") if c not in header]
+            if missing:
+                raise ParseError(f"{JTL} lacks the columns {', '.join(missing)} (header {header!r})")
+            at_start, at_elapsed, at_success, at_thread = (header.index(c) for c in ("timeStamp", "elapsed", "success", "threadName"))
+            for row in reader:
+                try:
+                    starts.append(int(row[at_start]))
+                    elapsed.append(int(row[at_elapsed]))
+                except (IndexError, ValueError):
+                    raise ParseError(f"{JTL} line {reader.line_num}: unreadable sample {row!r}") from None
+                errors += row[at_success] != "true"
+                threads.add(row[at_thread])
+        if not elapsed:
+            raise ParseError(f"{JTL} holds no samples")
+        first, last = min(starts), max(map(sum, zip(starts, elapsed)))
+        measured_s = (last - first) / 1000.0
+        notes = [f"JVM heap: {' '.join(HEAP)} (JMeter's bin/jmeter defaults); GC: {' '.join(GC)}",
+                 f"{len(threads)} threads sampled (VUs {output.spec.vus})",
+                 f"threads start over the first {RAMP_UP_S} s (ramp-up), inside the load window"]
+        return latency_metrics(
+            elapsed,
+            requests=len(elapsed),
+            errors=errors,
+            rps=len(elapsed) / measured_s if measured_s > 0 else None,
+            measured_s=measured_s,
+            load_start_s=first / 1000.0 - output.launched_at if output.launched_at else None,
+            source=(f"JMeter JTL CSV, one row per sample: latency = 'elapsed' (whole ms: JMeter records "
+                    f"milliseconds, so sub-ms responses show as 0 or 1 ms), {DEFINITION}; errors = success=false; "
+                    "load window = first sample's timeStamp (start) to the last sample's end; rps = samples / window; "
+                    f"load_start_s = first timeStamp - launch; JVM {' '.join(HEAP)}"),
+            notes=notes,
+        )
