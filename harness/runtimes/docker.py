@@ -154,7 +154,8 @@ class DockerRuntime(Runtime):
               f"(base {self.base_image})", flush=True)
         result = self._compose(tool, "build", service, timeout=3600)
         if result.returncode != 0:
-            tail = (result.stdout + result.stderr).strip().splitlines()[-3:]
+            lines = (result.stdout + result.stderr).strip().splitlines()
+            tail = [line for line in lines if "error" in line.lower()][-3:] or lines[-3:]  # the cause, not the noise
             return f"docker build of {service} ({tool}) failed: {' | '.join(tail)}"
         return None
 
