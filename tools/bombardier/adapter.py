@@ -1,0 +1,45 @@
+"""bombardier: Go with fasthttp, -c VUs connections, each one goroutine sending requests back to back."""
+import json
+
+from harness.adapter import Metrics, ParseError, RunSpec, ToolAdapter, ToolOutput
+
+BIN = "/opt/lth/bin/bombardier"
+
+
+class Bombardier(ToolAdapter):
+    name = "bombardier"
+    version_command = [BIN, "--version"]
+    concurrency_model = "-c VUs keep-alive connections (fasthttp client), one goroutine each, -d duration"
+
+    def command(self, spec: RunSpec) -> list[str]:
+        # -p r: print only the result (no progress bar); -l: latency percentiles in the JSON.
+        # -t 10s: the default 2 s timeout would turn slow responses into errors (wrk uses 10 s too).
+        return [BIN, "-c", str(spec.vus), "-d", f"{spec.duration_s}s", "-t", "10s",
+                "-o", "json", "-p", "r", "-l", spec.url]
+
+    def parse(self, output: ToolOutput) -> Metrics:
+        start = output.stdout.find("{")
+        if start < 0:
+            raise ParseError("bombardier printed no JSON result")
+        try:
+            result = json.loads(output.stdout[start:])["result"]
+            latency = result["latency"]
+            pct = latency["percentiles"]
+        except (ValueError, KeyError) as exc:
+            raise ParseError(f"bombardier's JSON lacks result/latency/percentiles: {exc}") from exc
+        buckets = ("req1xx", "req2xx", "req3xx", "req4xx", "req5xx", "others")
+        requests = sum(result[k] for k in buckets)   # "others": no status (transport errors)
+        measured_s = result["timeTakenSeconds"]
+        return Metrics(
+            requests=requests,
+            errors=requests - result["req2xx"] - result["req3xx"],
+            rps=requests / measured_s if measured_s else None,
+            measured_s=measured_s,
+            # bombardier reports microseconds.
+            lat_mean_ms=latency["mean"] / 1000, lat_max_ms=latency["max"] / 1000,
+            lat_p50_ms=pct["50"] / 1000, lat_p75_ms=pct["75"] / 1000, lat_p90_ms=pct["90"] / 1000,
+            lat_p95_ms=pct["95"] / 1000, lat_p99_ms=pct["99"] / 1000,
+            source=("bombardier -o json -l: its own exact per-microsecond latency histogram (mean, max, "
+                    "p50..p99, rank = round(p x count)); no minimum reported; requests = all status classes + "
+                    "others, rps = requests / timeTakenSeconds"),
+        )

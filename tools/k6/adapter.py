@@ -1,0 +1,57 @@
+"""k6 (Grafana): Go with a JavaScript VM per VU; --vus VUs looping script.js (one GET, no sleep)
+for --duration. Figures come from k6's own end-of-test summary (--summary-export JSON); the
+per-point --out json would halve k6's throughput, so no per-request log is read.
+"""
+import json
+import re
+
+from harness.adapter import Metrics, ParseError, RunSpec, ToolAdapter, ToolOutput
+
+BIN = "/opt/lth/bin/k6"
+SUMMARY = "k6-summary.json"
+TREND_STATS = "avg,min,med,max,p(50),p(75),p(90),p(95),p(99),count"
+START_MARK = re.compile(r"LTH_LOAD_START_MS (\d+)")
+
+
+class K6(ToolAdapter):
+    name = "k6"
+    version_command = [BIN, "version"]
+    concurrency_model = "--vus VUs looping one GET without sleep (one keep-alive connection each), --duration"
+
+    def command(self, spec: RunSpec) -> list[str]:
+        return [
+            BIN, "run", "--vus", str(spec.vus), "--duration", f"{spec.duration_s}s",
+            "--summary-export", str(spec.out_dir / SUMMARY), "--summary-trend-stats", TREND_STATS,
+            "--no-usage-report", "--quiet", "--no-color", "-e", f"LTH_URL={spec.url}",
+            str(self.folder / "script.js"),
+        ]
+
+    def parse(self, output: ToolOutput) -> Metrics:
+        path = output.file(SUMMARY)
+        if not path.is_file():
+            raise ParseError(f"k6 wrote no summary {SUMMARY}")
+        try:
+            metrics = json.loads(path.read_text())["metrics"]
+            reqs, duration = metrics["http_reqs"], metrics["http_req_duration"]
+            requests, rate = int(reqs["count"]), float(reqs["rate"])
+            lat = {name: float(duration[stat]) for name, stat in (
+                ("lat_min_ms", "min"), ("lat_mean_ms", "avg"), ("lat_max_ms", "max"), ("lat_p50_ms", "p(50)"),
+                ("lat_p75_ms", "p(75)"), ("lat_p90_ms", "p(90)"), ("lat_p95_ms", "p(95)"), ("lat_p99_ms", "p(99)"))}
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ParseError(f"{SUMMARY} lacks http_reqs/http_req_duration figures: {exc}") from exc
+        # http_req_failed is a Rate metric: "passes" counts the requests that failed.
+        errors = int(metrics.get("http_req_failed", {}).get("passes", 0))
+        # k6's rate is count / its test run duration (from setup() to the end, graceful stop included).
+        measured_s = requests / rate if rate else None
+        mark = START_MARK.search(output.stderr + output.stdout)
+        load_start_s = None
+        if mark and output.launched_at:
+            load_start_s = int(mark.group(1)) / 1000 - output.launched_at
+        return Metrics(
+            requests=requests, errors=errors, rps=rate, measured_s=measured_s, load_start_s=load_start_s,
+            **lat,
+            source=("k6's own end-of-test summary (--summary-export): http_req_duration trend (every sample kept, "
+                    "k6's interpolated percentiles; excludes connection set-up), http_reqs count and rate "
+                    "(count / k6's test run duration), errors = http_req_failed passes; load start = "
+                    "setup() timestamp"),
+        )
