@@ -94,7 +94,7 @@ def fill_metrics(row: RunRow, adapter: ToolAdapter, spec: RunSpec, execution: Ex
     elif metrics is not None:
         row.status = "ok"
     return {"metric_source": metrics.source if metrics else None, "notes": metrics.notes if metrics else [],
-            "wall_s": execution.wall_s, "samples": usage.samples}
+            "wall_s": execution.wall_s, "launched_at": execution.launched_at, "samples": usage.samples}
 
 
 def run_one(runtime: Runtime, adapter: ToolAdapter, scenario: Scenario, folder: ResultsFolder,

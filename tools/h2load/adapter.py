@@ -1,0 +1,77 @@
+"""h2load (nghttp2): C++, libev event loop per thread; here in HTTP/1.1 mode (--h1).
+
+Figures come from h2load's per-request log (--log-file: start time in us since the epoch,
+HTTP status (-1 for a failed stream), microseconds until the end of the response), through
+harness.stats.latency_metrics; the load window is the -D main duration, which h2load times itself.
+"""
+import re
+
+import numpy as np
+
+from harness.adapter import Metrics, ParseError, RunSpec, ToolAdapter, ToolOutput
+from harness.stats import latency_metrics
+
+LOG_FILE = "h2load-requests.tsv"
+# "finished in 5.00s, 41403.40 req/s, 8.93MB/s"
+FINISHED = re.compile(r"^finished in ([\d.]+)(us|ms|s), ([\d.]+) req/s", re.MULTILINE)
+# "requests: 207017 total, 207037 started, 207017 done, 207017 succeeded, 0 failed, 0 errored, 0 timeout"
+REQUESTS = re.compile(r"^requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, (\d+) failed, "
+                      r"(\d+) errored, (\d+) timeout", re.MULTILINE)
+WINDOW_TOLERANCE = 0.02   # log span vs -D duration, relative
+
+
+def read_log(path) -> np.ndarray:
+    """The per-request log as an (n, 3) int array: start (us since epoch), status, duration (us)."""
+    try:
+        rows = np.loadtxt(path, dtype=np.int64, delimiter="\t", usecols=(0, 1, 2), ndmin=2)
+    except ValueError as exc:
+        raise ParseError(f"{LOG_FILE} does not parse: {exc}") from None
+    return rows.reshape(-1, 3)
+
+
+class H2load(ToolAdapter):
+    name = "h2load"
+    version_command = ["h2load", "--version"]
+    concurrency_model = "-c VUs HTTP/1.1 keep-alive connections (--h1, no pipelining), -t min(VUs, cores) threads"
+
+    def command(self, spec: RunSpec) -> list[str]:
+        threads = max(1, min(spec.vus, spec.cpus))
+        # -D: timing-based run of exactly the duration (no --warm-up-time: it would add a phase).
+        return [
+            "h2load", "--h1", "-c", str(spec.vus), "-t", str(threads), "-m", "1",
+            "-D", str(spec.duration_s), "--log-file", str(spec.out_dir / LOG_FILE), spec.url,
+        ]
+
+    def parse(self, output: ToolOutput) -> Metrics:
+        finished = FINISHED.search(output.stdout)
+        if finished is None:
+            raise ParseError("h2load printed no 'finished in' summary")
+        path = output.file(LOG_FILE)
+        if not path.is_file():
+            raise ParseError(f"h2load wrote no per-request log {LOG_FILE} (--log-file)")
+        rows = read_log(path)
+        if len(rows) == 0:
+            raise ParseError(f"{LOG_FILE} is empty: no request finished")
+        # In timing-based mode (-D) h2load counts only requests done within the main duration, which
+        # its own timer ends (clients are stopped then; in-flight requests are dropped), and divides by
+        # that duration for its req/s. "finished in" also covers connecting and stopping.
+        measured_s = float(output.spec.duration_s)
+        status = rows[:, 1]
+        errors = int(np.count_nonzero((status < 200) | (status >= 400)))
+        requests = len(rows)
+        notes = []
+        counted = REQUESTS.search(output.stdout)
+        if counted and int(counted.group(3)) != requests:
+            notes.append(f"h2load's summary says {counted.group(3)} requests done, its log holds {requests}")
+        window_s = (rows[:, 0] + rows[:, 2]).max() / 1e6 - rows[:, 0].min() / 1e6
+        if abs(window_s - measured_s) > WINDOW_TOLERANCE * measured_s:
+            notes.append(f"the per-request log spans {window_s:.2f} s, h2load's main duration is {measured_s:g} s")
+        return latency_metrics(
+            rows[:, 2] / 1000.0,
+            requests=requests, errors=errors, rps=requests / measured_s if measured_s > 0 else None,
+            measured_s=measured_s,
+            source=f"h2load --log-file per-request log ({LOG_FILE}, us): requests, errors (status -1 or not "
+                   "2xx/3xx), latency via harness.stats.latency_metrics; rps = logged requests / the -D main duration "
+                   "(h2load's own req/s uses it too)",
+            notes=notes,
+        )
