@@ -5,6 +5,7 @@ A run that fails becomes a row with status failed/timeout and the reason; the su
 from __future__ import annotations
 
 import fcntl
+import os
 import traceback
 import signal
 import time
@@ -55,12 +56,17 @@ def grace_s(duration_s: int, override: float | None = None) -> float:
 
 
 def _single_instance() -> object:
+    """One benchmark at a time per machine. LTH_LOCK_WAIT_S=n waits up to n s for the other run to end."""
     handle = LOCK_FILE.open("a+")
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        raise HarnessError(f"another harness run holds {LOCK_FILE}: only one benchmark at a time on a machine") from None
-    return handle
+    deadline = time.monotonic() + float(os.environ.get("LTH_LOCK_WAIT_S", "0"))
+    while True:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return handle
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                raise HarnessError(f"another harness run holds {LOCK_FILE}: only one benchmark at a time on a machine") from None
+            time.sleep(1)
 
 
 def _raise_on_sigterm(*_: object) -> None:
@@ -180,11 +186,11 @@ def _open_folder(plan: Plan) -> tuple[ResultsFolder, set[tuple[str, str]]]:
 
 
 def run_suite(plan: Plan) -> tuple[ResultsFolder, list[RunRow]]:
+    runtime = make_runtime(plan.runtime, plan.results_root)
+    preflight.check(plan, runtime)
     lock = _single_instance()
     previous = signal.signal(signal.SIGTERM, _raise_on_sigterm)
     try:
-        runtime = make_runtime(plan.runtime, plan.results_root)
-        preflight.check(plan, runtime)
         broken = runtime.prepare(plan.tools)
         shaper = _choose_shaper(plan)
         folder, finished = _open_folder(plan)

@@ -61,7 +61,8 @@ def test_wrk_at_10ms_rtt_sees_the_rtt_and_its_ceiling(tmp_path, runtime):
     (row,) = rows
     assert row["status"] == "ok", row["error"]
     assert row["shaper"] == ("netem" if netem_available()[0] else "toxiproxy")
-    assert 10 <= float(row["rtt_measured_ms"]) <= 13 and row["rtt_ok"] == "True"
+    assert 10 <= float(row["rtt_measured_ms"]) <= 13
+    assert row["rtt_ok"] == str(rtt_ok(float(row["rtt_measured_ms"]), 10))   # flagged iff it misses by > 1 ms
     assert 10 <= float(row["lat_p50_ms"]) <= 13
     assert float(row["rps"]) <= 20 / 0.010
     assert float(row["lat_added_ms"]) == pytest.approx(float(row["lat_p50_ms"]) - float(row["rtt_measured_ms"]), abs=1e-3)
