@@ -1,0 +1,115 @@
+"""Tsung adapter: the command and its config template, and the parser on a real run
+(tests/fixtures/tsung/vu20-host/, copied from a harness run folder).
+
+Parsed figures are checked against what is independent of what the parser reads in the same raw
+output: Tsung's http_200 and 'page' counters, the users' start/end notes, and Nginx's request
+count (meta.json server_requests).
+"""
+import json
+import math
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from harness import TOOLS_DIR
+from harness.adapter import ParseError, RunSpec, ToolOutput
+from harness.registry import discover
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "tsung"
+ADAPTERS = discover()
+CASE = FIXTURES / "vu20-host"
+TSUNG = ADAPTERS["tsung"]
+combine_requests = type(TSUNG).parse.__globals__["combine_requests"]   # adapter modules are loaded by path
+
+
+def load(folder: Path, launched_at: float = 0.0) -> tuple[ToolOutput, dict]:
+    meta = json.loads((folder / "meta.json").read_text())
+    spec = RunSpec(url="http://198.18.0.2:80/style.css", vus=meta["row"]["vus"],
+                   duration_s=meta["row"]["duration_s"], out_dir=folder, cpus=2)
+    output = ToolOutput(spec, (folder / "stdout.txt").read_text(), (folder / "stderr.txt").read_text(), 0,
+                        launched_at)
+    return output, meta
+
+
+def stats_samples(folder: Path) -> list[dict]:
+    data = json.loads(next((folder / "log").glob("*/tsung.log")).read_text())
+    return [{s["name"]: s for s in dump["samples"]} for dump in data["stats"]]
+
+
+def test_command_runs_the_wrapper_with_the_target_split_up(tmp_path):
+    spec = RunSpec(url="http://198.18.0.2:80/style.css", vus=20, duration_s=5, out_dir=tmp_path, cpus=2)
+    argv = TSUNG.command(spec)
+    assert argv == [str(TOOLS_DIR / "tsung" / "run.sh"), str(tmp_path), "198.18.0.2", "80", "/style.css", "20", "5"]
+
+
+def test_template_and_wrapper_keep_their_promises():
+    template = (TOOLS_DIR / "tsung" / "tsung.xml.in").read_text()
+    assert 'backend="json"' in template and 'dumptraffic="false"' in template
+    assert 'maxnumber="@VUS@"' in template and "<thinktime" not in template
+    assert 'callback="lth_tsung:go"' in template and '<while var="lth_go" eq="1"/>' in template
+    run = (TOOLS_DIR / "tsung" / "run.sh").read_text()
+    assert "tsung -n -w 0" in run and "epmd -kill" in run and "erlc" in run
+    assert 'epmd_before" = no' in run       # never kill an epmd that was running before
+
+
+def test_parser_agrees_with_tsungs_counters_users_and_nginx():
+    output, meta = load(CASE)
+    row = meta["row"]
+    metrics = TSUNG.parse(output)
+    dumps = stats_samples(CASE)
+    assert metrics.requests == dumps[-1]["http_200"]["total"] == sum(d["page"]["value"] for d in dumps if "page" in d)
+    assert metrics.errors == 0
+    assert metrics.requests == row["server_requests"]        # users stop themselves: nothing lost
+    users = (CASE / "lth-users.txt").read_text().split()
+    assert users.count("start") == users.count("end") == row["vus"]
+    assert row["duration_s"] <= metrics.measured_s <= row["duration_s"] + 0.3
+    assert metrics.rps == pytest.approx(metrics.requests / metrics.measured_s) and metrics.rps > 0
+    assert metrics.lat_min_ms <= metrics.lat_mean_ms <= metrics.lat_max_ms
+    assert metrics.lat_p50_ms is None and metrics.lat_p99_ms is None and not TSUNG.reports_percentiles
+    assert metrics.notes == []
+    for name in ("requests", "errors", "rps", "lat_mean_ms", "lat_max_ms"):
+        assert getattr(metrics, name) == pytest.approx(row[name]), name
+
+
+def test_load_start_comes_from_the_first_user_start():
+    starts = [int(line.split()[1]) for line in (CASE / "lth-users.txt").read_text().splitlines()
+              if line.startswith("start")]
+    output, _ = load(CASE, launched_at=min(starts) / 1e6 - 0.4)
+    assert TSUNG.parse(output).load_start_s == pytest.approx(0.4)
+
+
+def test_intervals_combine_like_one_sample():
+    rng = np.random.default_rng(1)
+    parts = [rng.exponential(1.0, 500), rng.exponential(3.0, 300)]
+    dumps = [{"request": {"value": len(p), "mean": p.mean(), "stddev": p.std(), "min": 0, "max": 0}} for p in parts]
+    dumps[-1]["request"].update(min=min(p.min() for p in parts), max=max(p.max() for p in parts))
+    combined = combine_requests(dumps)
+    whole = np.concatenate(parts)
+    assert combined["count"] == 800
+    assert combined["mean"] == pytest.approx(whole.mean())
+    assert combined["stddev"] == pytest.approx(whole.std())
+    assert combined["max"] == whole.max() and not math.isnan(combined["stddev"])
+
+
+def test_an_aborted_run_with_unterminated_json_still_parses_and_is_noted(tmp_path):
+    shutil.copytree(CASE, tmp_path / "run")
+    stats = next((tmp_path / "run" / "log").glob("*/tsung.log"))
+    text = stats.read_text().rstrip()
+    assert text.endswith("]}]}")
+    aborted = text[: -len("]}]}")].rstrip() + ', {"name": "error_abort", "value": 1, "total": 1}'
+    stats.write_text(aborted)
+    output, _ = load(tmp_path / "run")
+    metrics = TSUNG.parse(output)
+    assert metrics.errors == 1 and any("aborted" in n for n in metrics.notes)
+
+
+def test_missing_stats_is_a_parse_error(tmp_path):
+    spec = RunSpec(url="http://198.18.0.2:80/style.css", vus=20, duration_s=5, out_dir=tmp_path, cpus=2)
+    with pytest.raises(ParseError, match="tsung.log"):
+        TSUNG.parse(ToolOutput(spec, "", "", 0))
+    (tmp_path / "log" / "20260101-0000").mkdir(parents=True)
+    (tmp_path / "log" / "20260101-0000" / "tsung.log").write_text('{"stats": [{"timestamp": 1, "samples": []}]}')
+    with pytest.raises(ParseError, match="no request"):
+        TSUNG.parse(ToolOutput(spec, "", "", 0))

@@ -1,0 +1,73 @@
+"""The Grinder 3.11: Java + Jython 2.5 scripts, one worker thread per VU, per-test data log."""
+from __future__ import annotations
+
+import csv
+
+from harness.adapter import Metrics, ParseError, RunSpec, ToolAdapter, ToolOutput
+from harness.stats import DEFINITION, latency_metrics
+
+HOME = "/opt/lth/grinder"           # install.sh / the Dockerfile: lib/ (Maven Central jars) + wrap/
+HOST_ID = "lth"                      # grinder.hostID: names the worker "lth-0" on every machine
+DATA_LOG = f"{HOST_ID}-0-data.log"   # worker process 0's per-test log in grinder.logDirectory
+SAFETY_S = 10                        # grinder.duration: only a safety net past the script's own deadline
+
+
+class Grinder(ToolAdapter):
+    name = "grinder"
+    version_command = ["java", "-cp", f"{HOME}/wrap:{HOME}/lib/*", "LthGrinder", "--version"]
+    concurrency_model = ("one worker process with grinder.threads = VUs threads, each one Grinder run that loops "
+                         "GETs on its own keep-alive connection until the duration has passed since its start")
+
+    def command(self, spec: RunSpec) -> list[str]:
+        return [
+            # wrap/ first: the logback-worker.xml there replaces Grinder's own (no per-request INFO line).
+            "java", "-cp", f"{HOME}/wrap:{HOME}/lib/*",
+            f"-Dgrinder.threads={spec.vus}", f"-Dgrinder.hostID={HOST_ID}",
+            f"-Dgrinder.script={self.folder / 'lth.py'}",
+            f"-Dgrinder.logDirectory={spec.out_dir}",
+            f"-Dgrinder.duration={(spec.duration_s + SAFETY_S) * 1000}",
+            f"-Dgrinder.lth.url={spec.url}",
+            f"-Dgrinder.lth.durationMs={spec.duration_s * 1000}",
+            "LthGrinder", str(self.folder / "grinder.properties"),
+        ]
+
+    def parse(self, output: ToolOutput) -> Metrics:
+        path = output.file(DATA_LOG)
+        if not path.is_file():
+            raise ParseError(f"The Grinder wrote no data log {DATA_LOG}")
+        starts, ends, times = [], [], []
+        errors = new_connections = 0
+        with path.open(newline="") as handle:
+            reader = csv.reader(handle, skipinitialspace=True)
+            header = next(reader, None)
+            if not header or "Test time" not in header:
+                raise ParseError(f"{DATA_LOG} has no header row")
+            col = {name: i for i, name in enumerate(header)}
+            for row in reader:
+                if len(row) < len(header):
+                    continue
+                start, elapsed = int(row[col["Start time (ms since Epoch)"]]), int(row[col["Test time"]])
+                status = int(row[col["HTTP response code"]])
+                starts.append(start)
+                ends.append(start + elapsed)
+                times.append(float(elapsed))
+                new_connections += int(row[col["New connections"]])
+                if int(row[col["Errors"]]) or not 200 <= status < 400:
+                    errors += 1
+        if not times:
+            raise ParseError(f"{DATA_LOG} holds no test record (no request completed)")
+        first, last = min(starts) / 1000.0, max(ends) / 1000.0
+        measured_s = last - first
+        if measured_s <= 0:
+            raise ParseError(f"{DATA_LOG}: empty load window")
+        notes = ["latencies are whole milliseconds (The Grinder's data log resolution)"]
+        if new_connections > output.spec.vus:
+            notes.append(f"{new_connections} new connections for {output.spec.vus} threads (keep-alive broken?)")
+        return latency_metrics(
+            times, requests=len(times), errors=errors, rps=len(times) / measured_s, measured_s=measured_s,
+            load_start_s=first - output.launched_at if output.launched_at > 0 else None,
+            source=f"The Grinder's per-test data log ({DATA_LOG}): requests, errors (Errors column or a status "
+                   f"outside 2xx/3xx); {DEFINITION} over 'Test time' (whole ms); load window = first start to last "
+                   "start + test time, rps = requests / that window (JVM and Jython start-up excluded)",
+            notes=notes,
+        )

@@ -1,0 +1,67 @@
+"""oha: Rust (tokio + hyper), a fixed pool of keep-alive connections, JSON summary.
+
+Figures come from oha's JSON report (--output-format json -o oha.json). oha keeps every request's
+result and computes its percentiles over all of them (exact, not bucketed). With -z on HTTP/1,
+requests still in flight at the deadline are aborted and reported as "aborted due to deadline":
+they are neither counted as requests nor as errors here (the server did count them).
+"""
+import json
+
+from harness.adapter import Metrics, ParseError, RunSpec, ToolAdapter, ToolOutput
+
+OHA = "/opt/lth/cargo/bin/oha"    # install.sh and the Dockerfile both put it here
+REPORT = "oha.json"
+DEADLINE_ABORT = "aborted due to deadline"
+
+
+class Oha(ToolAdapter):
+    name = "oha"
+    version_command = [OHA, "--version"]
+    concurrency_model = "-c VUs keep-alive connections, -z duration, tokio worker threads = cores (oha's default)"
+
+    def command(self, spec: RunSpec) -> list[str]:
+        return [OHA, "--no-tui", "-c", str(spec.vus), "-z", f"{spec.duration_s}s",
+                "--output-format", "json", "-o", str(spec.out_dir / REPORT), spec.url]
+
+    def parse(self, output: ToolOutput) -> Metrics:
+        path = output.file(REPORT)
+        if not path.is_file():
+            raise ParseError(f"oha wrote no JSON report {REPORT}")
+        try:
+            data = json.loads(path.read_text())
+        except json.JSONDecodeError as exc:
+            raise ParseError(f"{REPORT} is not JSON: {exc}") from None
+        try:
+            return self._metrics(data)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ParseError(f"{REPORT} lacks a field oha writes: {type(exc).__name__}: {exc}") from None
+
+    @staticmethod
+    def _metrics(data: dict) -> Metrics:
+        summary, pct = data["summary"], data["latencyPercentiles"]
+        statuses = {int(code): int(n) for code, n in data["statusCodeDistribution"].items()}
+        errors_by_kind = {kind: int(n) for kind, n in data.get("errorDistribution", {}).items()}
+        aborted = errors_by_kind.pop(DEADLINE_ABORT, 0)
+        responses = sum(statuses.values())
+        if responses == 0:
+            raise ParseError(f"{REPORT}: no response (errors: {errors_by_kind or 'none'})")
+        failed_status = sum(n for code, n in statuses.items() if not 200 <= code < 400)
+        requests = responses + sum(errors_by_kind.values())
+        measured_s = float(summary["total"])
+        ms = lambda seconds: float(seconds) * 1000.0  # noqa: E731
+        notes = []
+        if aborted:
+            notes.append(f"{aborted} requests in flight at the deadline were aborted by oha (not counted; "
+                         "the server counted them)")
+        return Metrics(
+            requests=requests, errors=failed_status + sum(errors_by_kind.values()),
+            rps=requests / measured_s, measured_s=measured_s,
+            lat_min_ms=ms(summary["fastest"]), lat_mean_ms=ms(summary["average"]), lat_max_ms=ms(summary["slowest"]),
+            lat_p50_ms=ms(pct["p50"]), lat_p75_ms=ms(pct["p75"]), lat_p90_ms=ms(pct["p90"]),
+            lat_p95_ms=ms(pct["p95"]), lat_p99_ms=ms(pct["p99"]),
+            source="oha's JSON report (oha.json): requests = statusCodeDistribution + errorDistribution without "
+                   "'aborted due to deadline'; min/mean/max = summary fastest/average/slowest, p50-p99 = "
+                   "latencyPercentiles (oha's exact percentiles over every response, s -> ms); rps = requests / "
+                   "summary.total (oha's own requestsPerSec also counts the deadline-aborted requests)",
+            notes=notes,
+        )

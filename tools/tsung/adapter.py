@@ -1,0 +1,134 @@
+"""Tsung: Erlang, one Erlang process per user, users started by an arrival phase.
+
+run.sh fills tsung.xml.in (one arrival phase capped at maxnumber=VUs users, each looping GETs
+without think time on its persistent HTTP/1.1 connection until the duration has passed since its
+own start), runs `tsung -n` with its log dir in the run folder, and stops epmd afterwards.
+
+Figures come from Tsung's JSON statistics (backend="json", log/<date>/tsung.log): request count,
+mean, stddev, min and max per dump interval. Tsung computes no percentiles; its only per-request
+outputs (dumptraffic="protocol", backend="fullstats") halve its throughput here, so they are off and
+p50..p99 stay empty. The load window comes from lth-users.txt, where the session's callbacks
+(lth_tsung.erl) note each user's start and end in microseconds: Tsung's own logs have whole
+seconds only.
+"""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from harness.adapter import Metrics, ParseError, RunSpec, ToolAdapter, ToolOutput
+
+LOG_DIR = "log"                   # run.sh passes -l OUT_DIR/log; Tsung adds a YYYYMMDD-HHMM folder
+STATS = "tsung.log"
+USERS = "lth-users.txt"           # "start <epoch us>" / "end <epoch us>" per user (lth_tsung.erl)
+
+
+def stats_file(out_dir: Path) -> Path:
+    logs = out_dir / LOG_DIR
+    folders = sorted(p for p in logs.iterdir() if p.is_dir()) if logs.is_dir() else []
+    if not folders or not (folders[-1] / STATS).is_file():
+        raise ParseError(f"Tsung wrote no {LOG_DIR}/<date>/{STATS} (did it start?)")
+    return folders[-1] / STATS
+
+
+def read_dumps(path: Path) -> list[dict[str, dict]]:
+    """Tsung's JSON stats: one {name: sample} per dump interval."""
+    text = path.read_text()
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        # An aborted Tsung (killed, or its <load duration> safety net) leaves the JSON unterminated.
+        try:
+            data = json.loads(text.rstrip().rstrip(",") + "]}]}")
+        except json.JSONDecodeError as exc:
+            raise ParseError(f"{STATS} is not JSON: {exc}") from None
+    return [{s["name"]: s for s in dump.get("samples", [])} for dump in data.get("stats", [])]
+
+
+def combine_requests(dumps: list[dict[str, dict]]) -> dict[str, float]:
+    """Totals over the dump intervals of Tsung's 'request' sample (per-interval count, mean and
+    population stddev; min and max are carried over, so the last dump's are the run's)."""
+    intervals = [d["request"] for d in dumps if "request" in d]
+    count = sum(int(s["value"]) for s in intervals)
+    if not intervals or count == 0:
+        raise ParseError(f"{STATS} holds no request sample (no request completed)")
+    mean = sum(s["value"] * s["mean"] for s in intervals) / count
+    second_moment = sum(s["value"] * (s["stddev"] ** 2 + s["mean"] ** 2) for s in intervals) / count
+    last = intervals[-1]
+    return {"count": count, "mean": mean, "stddev": math.sqrt(max(second_moment - mean ** 2, 0.0)),
+            "min": float(last["min"]), "max": float(last["max"])}
+
+
+def counter_totals(dumps: list[dict[str, dict]]) -> dict[str, int]:
+    """Cumulative counters (http_<status>, error_*, users_count, ...) as of the last dump."""
+    totals: dict[str, int] = {}
+    for dump in dumps:
+        for name, sample in dump.items():
+            if "total" in sample:
+                totals[name] = int(sample["total"])
+    return totals
+
+
+def user_window(path: Path) -> tuple[list[float], list[float]]:
+    starts, ends = [], []
+    for line in path.read_text().splitlines():
+        what, _, micros = line.partition(" ")
+        if what in ("start", "end") and micros.strip().isdigit():
+            (starts if what == "start" else ends).append(int(micros) / 1e6)
+    return starts, ends
+
+
+class Tsung(ToolAdapter):
+    name = "tsung"
+    version_command = ["tsung", "-v"]
+    reports_percentiles = False
+    concurrency_model = ("arrival phase capped at maxnumber=VUs users (Poisson arrivals, all within ~1% of the "
+                         "duration), each looping GETs without think time on one persistent connection until "
+                         "the duration has passed since its own start")
+
+    def command(self, spec: RunSpec) -> list[str]:
+        url = urlsplit(spec.url)
+        path = (url.path or "/") + (f"?{url.query}" if url.query else "")
+        return [str(self.folder / "run.sh"), str(spec.out_dir), url.hostname or "", str(url.port or 80), path,
+                str(spec.vus), str(spec.duration_s)]
+
+    def parse(self, output: ToolOutput) -> Metrics:
+        dumps = read_dumps(stats_file(output.spec.out_dir))
+        req = combine_requests(dumps)
+        counters = counter_totals(dumps)
+        failed_status = sum(v for k, v in counters.items()
+                            if k.startswith("http_") and k[5:].isdigit() and not 200 <= int(k[5:]) < 400)
+        errors = failed_status + sum(v for k, v in counters.items() if k.startswith("error_"))
+        notes = []
+        if counters.get("error_abort"):
+            notes.append("Tsung aborted the test (its <load duration> safety net or a signal): the requests of "
+                         "its last statistics interval (up to 0.5 s) are missing from its counts")
+        users = counters.get("users_count")
+        if users is not None and users < output.spec.vus:
+            notes.append(f"only {users} of {output.spec.vus} users started")
+
+        users_path = output.file(USERS)
+        starts, ends = user_window(users_path) if users_path.is_file() else ([], [])
+        if starts and ends:
+            first, last = min(starts), max(ends)
+            measured_s = last - first
+            load_start_s = first - output.launched_at if output.launched_at > 0 else None
+            window = f"load window = first user start to last user end ({USERS}, noted by lth_tsung.erl)"
+        else:
+            measured_s, load_start_s = float(output.spec.duration_s), None
+            window = "load window = the configured duration (no user start/end times were noted)"
+            notes.append(f"no user start/end times in {USERS}: rps uses the configured duration")
+        if measured_s <= 0:
+            raise ParseError(f"{USERS}: empty load window")
+        return Metrics(
+            requests=req["count"], errors=errors, rps=req["count"] / measured_s, measured_s=measured_s,
+            load_start_s=load_start_s,
+            lat_min_ms=req["min"], lat_mean_ms=req["mean"], lat_max_ms=req["max"],
+            source=f"Tsung's JSON statistics ({STATS}, backend=json): requests = sum of the 'request' sample's "
+                   "per-interval counts, mean = their weighted mean, min/max = Tsung's; errors = http_<4xx/5xx> "
+                   f"and error_* counters; {window}, rps = requests / that window (Erlang VM start-up "
+                   "excluded); no percentiles (Tsung computes none)",
+            notes=notes,
+        )

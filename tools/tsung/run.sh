@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Runs one Tsung benchmark: run.sh OUT_DIR HOST PORT PATH VUS DURATION_S
+# Compiles lth_tsung.erl and fills tsung.xml.in into OUT_DIR, runs `tsung -n` (no web UI) with its
+# log dir in OUT_DIR, then stops the epmd daemon that Erlang started for Tsung's node (only when
+# none was running before: never one that other Erlang programs use).
+set -uo pipefail
+OUT=$1 HOST=$2 PORT=$3 URLPATH=$4 VUS=$5 DURATION=$6
+HERE="$(cd "$(dirname "$0")" && pwd)"
+USERS_FILE="$OUT/lth-users.txt"
+# All VUS users arrive within ~1% of the duration (Poisson arrivals at VUS*100/DURATION per s).
+RATE=$(( VUS * 100 / DURATION + 1 ))
+MAXUSERS=$(( VUS > 800 ? VUS + 10 : 800 ))
+# Users stop themselves after DURATION; Tsung's <load duration> abort is only a safety net.
+MAXDURATION=$(( DURATION + 10 ))
+mkdir -p "$OUT/ebin"
+erlc -o "$OUT/ebin" "$HERE/lth_tsung.erl" || exit 1
+: > "$USERS_FILE"
+sed -e "s|@HOST@|$HOST|g" -e "s|@PORT@|$PORT|g" -e "s|@PATH@|$URLPATH|g" -e "s|@VUS@|$VUS|g" \
+    -e "s|@DURATION_MS@|$(( DURATION * 1000 ))|g" -e "s|@MAXDURATION@|$MAXDURATION|g" \
+    -e "s|@USERS_FILE@|$USERS_FILE|g" -e "s|@RATE@|$RATE|g" -e "s|@MAXUSERS@|$MAXUSERS|g" \
+    "$HERE/tsung.xml.in" > "$OUT/tsung.xml"
+epmd_before=no
+epmd -names >/dev/null 2>&1 && epmd_before=yes
+# HOME in OUT_DIR: tsung creates ~/.tsung even with -l. -w 0: no warm-up delay before the users
+# start (Tsung logs a harmless "Negative Warm timeout" then).
+HOME="$OUT" tsung -n -w 0 -X "$OUT/ebin" -l "$OUT/log" -f "$OUT/tsung.xml" start
+rc=$?
+if [ "$epmd_before" = no ]; then
+  epmd -kill >/dev/null 2>&1 || true
+fi
+exit $rc
