@@ -7,8 +7,8 @@ SCENARIOS ?= scenarios/shootout.yaml
 RUNTIME   ?= docker
 DURATION  ?=
 SHAPER    ?= auto
-# Tools the test suite runs end to end.
-TEST_TOOLS := wrk,ab
+# The test suite runs every tool end to end (tests/test_tools_e2e.py), so it installs them all.
+TEST_TOOLS := all
 
 REPEAT    ?= 1
 RESUME    ?=
