@@ -154,9 +154,13 @@ def _report(index: int, total: int, scenario: Scenario, adapter: ToolAdapter, ru
                   f"({scenario.duration_s} s) · ETA {eta}")
 
 
+def _ms(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.4g}"
+
+
 def _summarise(row: RunRow) -> None:
     if row.status == "ok":
-        console.print(f"   ok: {row.rps:,.0f} rps, p50 {row.lat_p50_ms} ms (RTT {row.rtt_measured_ms:.2f} ms, "
+        console.print(f"   ok: {row.rps:,.0f} rps, p50 {_ms(row.lat_p50_ms)} ms (RTT {row.rtt_measured_ms:.2f} ms, "
                       f"{row.shaper}), server counted {row.server_requests:,} of {row.requests:,}, "
                       f"mem {row.mem_avg_mb or 0:.1f} MiB")
     else:
