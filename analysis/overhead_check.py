@@ -60,9 +60,12 @@ def main() -> None:
         record(f"{adapter.name} {runtime.name}", row.rps)
 
     host, docker = HostRuntime(), DockerRuntime(results_root)
-    host.prepare([wrk, ab])
-    if args.part != "a":
-        docker.prepare([wrk, ab])
+    runtimes = [host] if args.part == "a" else [host, docker]
+    problems = [p for runtime in runtimes for p in runtime.problems([wrk, ab])]
+    if problems:
+        sys.exit("error: " + "; ".join(problems))
+    for runtime in runtimes:
+        runtime.prepare([wrk, ab])
     with host:
         # (a) host only; the order flips every round so drift hits both sides alike.
         for round_no in range(1, args.rounds + 1 if args.part != "b" else 1):
