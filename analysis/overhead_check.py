@@ -54,10 +54,10 @@ def main() -> None:
         rps.setdefault(key, []).append(value)
         print(f"  {key:18} {value:,.0f} rps" if value else f"  {key:18} FAILED", flush=True)
 
-    def through_harness(runtime, adapter) -> None:
+    def through_harness(runtime, adapter, key: str | None = None) -> None:
         row = run_one(runtime, adapter, scenario, folder)
         folder.append(row)
-        record(f"{adapter.name} {runtime.name}", row.rps)
+        record(key or f"{adapter.name} {runtime.name}", row.rps)
 
     host, docker = HostRuntime(), DockerRuntime(results_root)
     runtimes = [host] if args.part == "a" else [host, docker]
@@ -71,7 +71,7 @@ def main() -> None:
         for round_no in range(1, args.rounds + 1 if args.part != "b" else 1):
             print(f"(a) round {round_no}/{args.rounds}", flush=True)
             steps = [lambda: record("wrk by hand", wrk_by_hand(host, args.duration, by_hand_dir)),
-                     lambda: through_harness(host, wrk)]
+                     lambda: through_harness(host, wrk, "wrk via harness")]
             for step in steps if round_no % 2 else reversed(steps):
                 step()
         # (b) host and Docker rounds, interleaved.
@@ -85,7 +85,7 @@ def main() -> None:
     med = {k: statistics.median(v) for k, v in rps.items() if None not in v}
     summary = {
         "duration_s": args.duration, "rounds": args.rounds, "rps": rps, "median_rps": med,
-        "a_harness_over_by_hand_wrk": med["wrk host"] / med["wrk by hand"] if "wrk by hand" in med else None,
+        "a_harness_over_by_hand_wrk": med["wrk via harness"] / med["wrk by hand"] if "wrk by hand" in med else None,
         "b_docker_over_host": {t: med[f"{t} docker"] / med[f"{t} host"] for t in ("wrk", "ab")
                                if f"{t} docker" in med},
     }
