@@ -29,6 +29,7 @@ from harness import preflight
 
 console = Console(highlight=False, soft_wrap=True)
 LOCK_FILE = Path(f"/tmp/{PREFIX}.lock")
+SAMPLE_GAP_WARN_S = 2.5  # top frames further apart than this are reported in the row's notes
 SETUP_ESTIMATE_S = 5.0  # per-run overhead assumed for the ETA until one run has been timed
 
 
@@ -92,6 +93,10 @@ def fill_metrics(row: RunRow, adapter: ToolAdapter, spec: RunSpec, execution: Ex
     usage = summarise(execution.samples, window)
     row.mem_avg_mb, row.mem_peak_mb, row.cpu_avg_pct = usage.mem_avg_mb, usage.mem_peak_mb, usage.cpu_avg_pct
     row.mem_startup_peak_mb = usage.mem_outside_peak_mb
+    if usage.max_gap_s > SAMPLE_GAP_WARN_S:
+        # Seen in Docker with both cores saturated: top itself stops printing for seconds.
+        row.notes = "; ".join(filter(None, [row.notes, f"top sampling stalled: {usage.max_gap_s:.1f} s without a "
+                                                       f"frame, memory/CPU rest on {usage.samples} samples"]))
     if execution.timed_out:
         row.status, row.error = "timeout", f"still running {grace:.0f} s after its duration: killed"
     elif execution.exit_code != 0:

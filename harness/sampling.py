@@ -35,6 +35,7 @@ class Usage:
     cpu_avg_pct: float | None
     samples: int
     mem_outside_peak_mb: float | None = None   # peak before/after the load window (start-up, report)
+    max_gap_s: float = 0.0                     # longest time between two frames (top can stall)
 
 
 def parse_kib(text: str) -> float:
@@ -54,12 +55,14 @@ def summarise(samples: list[Sample], window: tuple[float, float] | None = None) 
     if not inside:
         return Usage(None, None, None, 0, max((s.rss_mb for s in outside), default=None))
     cpu = [s.cpu_pct for s in inside if not s.first_frame]
+    gaps = [b.t_s - a.t_s for a, b in zip(alive, alive[1:])]
     return Usage(
         mem_avg_mb=fmean(s.rss_mb for s in inside),
         mem_peak_mb=max(s.rss_mb for s in inside),
         cpu_avg_pct=fmean(cpu) if cpu else None,
         samples=len(inside),
         mem_outside_peak_mb=max((s.rss_mb for s in outside), default=None),
+        max_gap_s=max(gaps, default=0.0),
     )
 
 

@@ -55,3 +55,8 @@ def test_nearest_rank_percentiles_are_observed_values():
     assert (metrics.lat_p50_ms, metrics.lat_p99_ms, metrics.lat_max_ms) == (50.0, 99.0, 100.0)
     assert metrics.lat_mean_ms == 50.5 and metrics.requests == 100
     assert latency_metrics([], requests=0).lat_p50_ms is None
+
+
+def test_a_stalled_sampler_is_measured():
+    samples = [Sample(0, 10, 0, 1, True), Sample(1, 10, 50, 1, False), Sample(6.5, 10, 380, 1, False)]
+    assert summarise(samples).max_gap_s == 5.5
