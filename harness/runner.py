@@ -108,17 +108,24 @@ def fill_metrics(row: RunRow, adapter: ToolAdapter, spec: RunSpec, execution: Ex
             "wall_s": execution.wall_s, "launched_at": execution.launched_at, "samples": usage.samples}
 
 
+def _new_row(runtime: Runtime, adapter: ToolAdapter, scenario: Scenario, folder: ResultsFolder,
+             repeat: int) -> tuple[Path, RunRow]:
+    """The run's folder and its row, status failed until the run proves otherwise."""
+    run_dir = folder.run_dir(scenario.id, adapter.name, repeat)
+    row = RunRow(tool=adapter.name, tool_version=None, runtime=runtime.name, scenario=scenario.id,
+                 vus=scenario.vus, rtt_target_ms=scenario.rtt_ms, duration_s=scenario.duration_s, repeat=repeat,
+                 started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                 run_dir=str(run_dir.relative_to(folder.path)))
+    return run_dir, row
+
+
 def run_one(runtime: Runtime, adapter: ToolAdapter, scenario: Scenario, folder: ResultsFolder,
             shaper: str = "none", grace: float | None = None, allow_external_target: bool = False,
             repeat: int = 1) -> RunRow:
     """One run; ``shaper`` is how the scenario's RTT is made where it needs shaping (netem|toxiproxy).
     Whatever goes wrong becomes the row's status and error; only an interrupt escapes."""
-    run_dir = folder.run_dir(scenario.id, adapter.name, repeat)
-    row = RunRow(tool=adapter.name, tool_version=None, runtime=runtime.name, scenario=scenario.id,
-                 vus=scenario.vus, rtt_target_ms=scenario.rtt_ms, duration_s=scenario.duration_s,
-                 shaper=shaper if scenario.needs_shaping else "none", repeat=repeat,
-                 started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                 run_dir=str(run_dir.relative_to(folder.path)))
+    run_dir, row = _new_row(runtime, adapter, scenario, folder, repeat)
+    row.shaper = shaper if scenario.needs_shaping else "none"
     meta: dict = {"concurrency_model": adapter.concurrency_model, "scenario": scenario.model_dump()}
     try:
         with runtime.session(adapter) as session, \
@@ -233,10 +240,7 @@ def run_suite(plan: Plan) -> tuple[ResultsFolder, list[RunRow]]:
 
 def _unrunnable(runtime: Runtime, adapter: ToolAdapter, scenario: Scenario, folder: ResultsFolder,
                 reason: str, repeat: int) -> RunRow:
-    run_dir = folder.run_dir(scenario.id, adapter.name, repeat)
-    row = RunRow(tool=adapter.name, tool_version=None, runtime=runtime.name, scenario=scenario.id,
-                 vus=scenario.vus, rtt_target_ms=scenario.rtt_ms, duration_s=scenario.duration_s, repeat=repeat,
-                 error=reason, started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                 run_dir=str(run_dir.relative_to(folder.path)))
+    run_dir, row = _new_row(runtime, adapter, scenario, folder, repeat)
+    row.error = reason
     write_meta(run_dir, row, {})
     return row
