@@ -46,13 +46,29 @@ class RunRow:
     shaper: str = "none"                 # how the RTT was made: netem | toxiproxy | none
     rtt_measured_ms: float | None = None # median RTT from the tool's position, before the run
     rtt_ok: bool | None = None           # within max(10%, 0.5 ms) of rtt_target_ms
-    lat_added_ms: float | None = None    # lat_p50_ms - rtt_measured_ms: latency the tool adds
+    lat_added_ms: float | None = None    # tool_error_p50_ms where a capture exists, else empty
     measured_s: float | None = None      # the load window as the tool timed it
     repeat: int = 1                      # repetition number (REPEAT=n runs every tool n times, interleaved)
     startup_s: float | None = None       # launch to first request (tools with a start-up phase)
     mem_startup_peak_mb: float | None = None  # RSS peak outside the load window (start-up, report)
     started_at: str = ""
     run_dir: str = ""                    # relative to the results folder
+    # Latency accuracy (issue 10): the tool's clock, and the wire's view of the same run.
+    timing_resolution_ms: float | None = None  # 0.001 for µs tools, 1 for whole-ms ones
+    co_corrected: bool | None = None     # True: the tool's latency figures are coordinated-omission corrected
+    wire_requests: int | None = None     # request/response pairs seen in the packet capture
+    wire_p50_ms: float | None = None     # request's first byte out to response's last byte in, on the wire
+    wire_p99_ms: float | None = None
+    tool_error_p50_ms: float | None = None  # lat_p50_ms - wire_p50_ms
+    tool_error_p99_ms: float | None = None  # lat_p99_ms - wire_p99_ms
+    # Who is the bottleneck (issue 11): the CPU split and both sides' CPU over the load window.
+    cpus_target: str = ""                # CPU list Nginx ran on ("" = no isolation)
+    cpus_tool: str = ""                  # CPU list the tool ran on ("" = no isolation)
+    target_cpu_pct: float | None = None  # Nginx (master + workers) %CPU, 100 = one core
+    tool_saturated: bool | None = None   # tool CPU >= 90% of its cores over the load window
+    target_saturated: bool | None = None # Nginx CPU >= 90% of its cores over the load window
+    req_per_cpu_s: float | None = None   # requests / the tool's CPU-seconds in the load window
+    mem_per_vu_kb: float | None = None   # (mem_avg - the tool's 1-VU/idle memory) / VUs
 
 
 COLUMNS = [f.name for f in fields(RunRow)]
