@@ -1,6 +1,6 @@
 # Quick start:  make bench-quick   |   make bench-all   |   make test
 # Overrides:    TOOLS=wrk,ab  SCENARIOS=scenarios/shootout.yaml:vu20-rtt0.1  RUNTIME=docker|host  DURATION=5
-#               SHAPER=auto|netem|toxiproxy  RESUME=results/<folder> [FORCE=1]
+#               SHAPER=auto|netem|toxiproxy  RESUME=results/<folder> [FORCE=1]  RESULTS_ROOT=results
 PY        := .venv/bin/python
 TOOLS     ?= all
 SCENARIOS ?= scenarios/shootout.yaml
@@ -11,9 +11,11 @@ SHAPER    ?= auto
 TEST_TOOLS := all
 
 REPEAT    ?= 1
+RESULTS_ROOT ?= results
 RESUME    ?=
 FORCE     ?=
 RUN_ARGS = --tools $(TOOLS) --scenarios $(SCENARIOS) --runtime $(RUNTIME) --shaper $(SHAPER) --repeat $(REPEAT) \
+           --results-root $(RESULTS_ROOT) \
            $(if $(DURATION),--duration $(DURATION)) $(if $(RESUME),--resume $(RESUME)) $(if $(FORCE),--force)
 
 .PHONY: deps bench-all bench-quick test list-tools clean-state report
@@ -23,14 +25,14 @@ deps:
 
 # The report is written even when some runs failed; the exit status still says they did.
 bench-all: deps
-	$(PY) -m harness run $(RUN_ARGS); status=$$?; $(PY) -m analysis.report results/latest; exit $$status
+	$(PY) -m harness run $(RUN_ARGS); status=$$?; $(PY) -m analysis.report $(RESULTS_ROOT)/latest; exit $$status
 
 bench-quick: SCENARIOS = scenarios/quick.yaml
 bench-quick: deps
-	$(PY) -m harness run $(RUN_ARGS); status=$$?; $(PY) -m analysis.report results/latest; exit $$status
+	$(PY) -m harness run $(RUN_ARGS); status=$$?; $(PY) -m analysis.report $(RESULTS_ROOT)/latest; exit $$status
 
 # RESULTS="results/A results/B" overlays several results folders (two machines, host vs docker...).
-RESULTS ?= results/latest
+RESULTS ?= $(RESULTS_ROOT)/latest
 report:
 	$(PY) -m analysis.report $(RESULTS)
 

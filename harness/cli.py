@@ -55,6 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="allow a target outside loopback and the harness's own 198.18.0.0/15 networks")
 
     commands.add_parser("list-tools", help="show the tool adapters found in tools/")
+    folders = commands.add_parser("install-folders", help="the tools/<folder>/ whose install.sh the ids need (scripts/deps.sh)")
+    folders.add_argument("tools", help="comma-separated tool ids, or 'all'")
     commands.add_parser("clean-state", help="remove namespaces, containers, networks and proxies a killed run left")
     return parser
 
@@ -93,10 +95,16 @@ def _list_tools(_: argparse.Namespace) -> int:
     return 0
 
 
+def _install_folders(args: argparse.Namespace) -> int:
+    print("\n".join(str(folder) for folder in registry.install_folders(args.tools)))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return {"run": _run, "list-tools": _list_tools, "clean-state": _clean_state}[args.command](args)
+        return {"run": _run, "list-tools": _list_tools, "clean-state": _clean_state,
+                "install-folders": _install_folders}[args.command](args)
     except HarnessError as exc:
         sys.stderr.write(f"error: {exc}\n")
         return exc.exit_status

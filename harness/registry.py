@@ -52,3 +52,10 @@ def select(names: str | None, tools_dir: Path = TOOLS_DIR) -> list[ToolAdapter]:
     if unknown:
         raise HarnessError(f"unknown tool {', '.join(unknown)}; available: {', '.join(sorted(available))}")
     return [available[n] for n in wanted]
+
+
+def install_folders(names: str | None, tools_dir: Path = TOOLS_DIR) -> list[Path]:
+    """The tool folders whose install.sh the selected ids need: variants (locust-http) map to their
+    adapter's folder, each folder once, in the order asked."""
+    folders = dict.fromkeys(adapter.folder for adapter in select(names, tools_dir))
+    return [folder for folder in folders if (folder / "install.sh").is_file()]

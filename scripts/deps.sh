@@ -2,7 +2,7 @@
 # Installs what the harness needs on a Debian/Ubuntu machine, idempotently:
 #   system packages (iproute2, procps, nginx, debootstrap, curl), Toxiproxy, a Docker engine with a daemon
 #   running (skipped with NEED_DOCKER=0), the host installs of the selected tools
-#   (tools/<id>/install.sh), and the Python venv (.venv).
+#   (tools/<id>/install.sh), and the Python venv (.venv, first: the harness resolves the tool ids).
 # Usage: scripts/deps.sh [TOOLS]   (TOOLS: comma-separated ids or "all")
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,6 +23,24 @@ apt_install() {
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null \
     || die "apt-get could not install ${missing[*]}: install them by hand and rerun"
 }
+
+# Python venv with the harness and its dependencies.
+if [ ! -x .venv/bin/python ]; then
+  python3 -m venv .venv 2>/dev/null || { apt_install python3-venv; rm -rf .venv; python3 -m venv .venv; }
+fi
+if [ ! -f .venv/.installed ] || [ pyproject.toml -nt .venv/.installed ]; then
+  echo "deps: installing the harness's Python dependencies into .venv (log: .venv/pip.log)"
+  .venv/bin/pip install --upgrade pip >.venv/pip.log 2>&1
+  .venv/bin/pip install -e '.[test]' >>.venv/pip.log 2>&1 \
+    || { tail -5 .venv/pip.log >&2; die "pip could not install the harness's Python dependencies (.venv/pip.log)"; }
+  touch .venv/.installed
+fi
+
+# The harness's registry maps tool ids to install folders (a variant such as locust-http installs its
+# adapter's folder): before anything is installed, so an unknown id stops at once with its one line
+# (exit status 2). DEPS_RESOLVE_ONLY=1 prints the folders and stops there.
+folders=$(.venv/bin/python -m harness install-folders "$TOOLS") || exit 2
+if [ "${DEPS_RESOLVE_ONLY:-0}" = 1 ]; then echo "$folders"; exit 0; fi
 
 apt_install iproute2 procps nginx debootstrap curl ca-certificates git
 
@@ -48,21 +66,7 @@ fi
 # Toxiproxy: the RTT fallback where the kernel has no sch_netem.
 scripts/install-toxiproxy.sh || echo "deps: warning: Toxiproxy not installed: RTT shaping then needs netem (--shaper netem)" >&2
 
-# Python venv with the harness and its dependencies.
-if [ ! -x .venv/bin/python ]; then
-  python3 -m venv .venv 2>/dev/null || { apt_install python3-venv; rm -rf .venv; python3 -m venv .venv; }
-fi
-if [ ! -f .venv/.installed ] || [ pyproject.toml -nt .venv/.installed ]; then
-  echo "deps: installing the harness's Python dependencies into .venv (log: .venv/pip.log)"
-  .venv/bin/pip install --upgrade pip >.venv/pip.log 2>&1
-  .venv/bin/pip install -e '.[test]' >>.venv/pip.log 2>&1 \
-    || { tail -5 .venv/pip.log >&2; die "pip could not install the harness's Python dependencies (.venv/pip.log)"; }
-  touch .venv/.installed
-fi
-
-# Host installs of the selected tools.
-if [ "$TOOLS" = all ]; then TOOLS=$(ls tools/*/install.sh | cut -d/ -f2 | paste -sd,); fi
-for tool in ${TOOLS//,/ }; do
-  [ -x "tools/$tool/install.sh" ] || die "unknown tool '$tool': no tools/$tool/install.sh (see tools/README.md)"
-  "tools/$tool/install.sh" || die "installing $tool failed (tools/$tool/install.sh)"
+# Host installs of the selected tools (folders resolved above).
+for folder in $folders; do
+  "$folder/install.sh" || die "installing $(basename "$folder") failed ($folder/install.sh)"
 done
