@@ -8,7 +8,9 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
+import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Iterator
@@ -71,6 +73,7 @@ class HostRuntime(Runtime):
     def __init__(self) -> None:
         self._nginx: subprocess.Popen | None = None
         self._workdir: Path | None = None
+        self._nginx_log: IO | None = None
 
     def problems(self, adapters: list[ToolAdapter]) -> list[str]:
         found = []
@@ -96,15 +99,38 @@ class HostRuntime(Runtime):
 
     def __exit__(self, *exc) -> None:
         with signals_deferred():
-            if self._nginx and self._nginx.poll() is None:
-                self._nginx.terminate()
-                try:
-                    self._nginx.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    self._nginx.kill()
+            self._stop_nginx()
             remove_namespace()
-            if self._workdir:
-                shutil.rmtree(self._workdir, ignore_errors=True)
+            self._remove_workdir()
+
+    def _stop_nginx(self) -> None:
+        """Stop the master and make sure no worker outlives it (a worker still writing into the
+        prefix folder would keep it from being removed)."""
+        if self._nginx and self._nginx.poll() is None:
+            try:
+                workers = psutil.Process(self._nginx.pid).children(recursive=True)
+            except psutil.NoSuchProcess:
+                workers = []
+            self._nginx.terminate()
+            try:
+                self._nginx.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._nginx.kill()
+                self._nginx.wait(timeout=10)
+            for worker in psutil.wait_procs(workers, timeout=5)[1]:
+                worker.kill()
+        if self._nginx_log:
+            self._nginx_log.close()
+
+    def _remove_workdir(self) -> None:
+        if not self._workdir:
+            return
+        for _ in range(5):
+            shutil.rmtree(self._workdir, ignore_errors=True)
+            if not self._workdir.exists():
+                return
+            time.sleep(0.2)
+        print(f"warning: could not remove {self._workdir}: run `make clean-state`", file=sys.stderr)
 
     def _create_namespace(self) -> None:
         steps = [
