@@ -23,6 +23,7 @@ class ApacheBench(ToolAdapter):
     name = "ab"
     version_command = ["ab", "-V"]
     concurrency_model = "-c VUs keep-alive connections (-k), one thread; -t duration with a huge -n"
+    timing_resolution_ms = 0.001  # ab -e CSV: ms with 3 decimals (ab times requests in us)
 
     def command(self, spec: RunSpec) -> list[str]:
         # -n must follow -t: -t resets the request count to 50000.

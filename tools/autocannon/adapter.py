@@ -35,6 +35,7 @@ class Autocannon(ToolAdapter):
     name = "autocannon"
     version_command = [NODE, AUTOCANNON, "--version"]
     concurrency_model = "-c VUs keep-alive connections, no pipelining (-p 1), one Node.js process and thread"
+    timing_resolution_ms = 1  # whole ms, floored into its HDR histogram
 
     def command(self, spec: RunSpec) -> list[str]:
         return [

@@ -58,6 +58,7 @@ class Drill(ToolAdapter):
     version_command = [DRILL, "--version"]
     concurrency_model = ("concurrency=VUs iterations in flight (one GET each, a shared keep-alive client pool), "
                          "one thread; a count it cannot reach, ended by `timeout` after the duration")
+    timing_resolution_ms = 0.001  # --stats with --nanosec: its histogram is in us
 
     def command(self, spec: RunSpec) -> list[str]:
         url = urlsplit(spec.url)

@@ -13,6 +13,7 @@ class Wrk(ToolAdapter):
     # docs advise about one thread per core; 1000 threads on 2 cores measures the scheduler, not
     # wrk. So: threads = min(VUs, cores), connections = VUs (each held open for the whole run).
     concurrency_model = "connections = VUs, threads = min(VUs, cores)"
+    timing_resolution_ms = 0.001  # its histogram is in us
 
     def command(self, spec: RunSpec) -> list[str]:
         threads = max(1, min(spec.vus, spec.cpus))
