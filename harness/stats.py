@@ -5,7 +5,7 @@ latency that at least 99% of requests did not exceed, always a latency that was 
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -26,4 +26,23 @@ def latency_metrics(latencies_ms: Sequence[float] | np.ndarray, **fields) -> Met
         lat_min_ms=float(values.min()), lat_mean_ms=float(values.mean()), lat_max_ms=float(values.max()),
         **{f"lat_p{p}_ms": float(v) for p, v in zip(PERCENTILES, points)},
         **fields,
+    )
+
+
+def histogram_metrics(counts: Mapping[float, int], **fields) -> Metrics:
+    """As :func:`latency_metrics`, over a histogram {latency ms: count} (same nearest-rank rule)."""
+    values = np.array(sorted(v for v, c in counts.items() if c > 0), dtype=float)
+    weights = np.array([counts[v] for v in values], dtype=np.int64)
+    total = int(weights.sum()) if weights.size else 0
+    if total == 0:
+        return Metrics(**fields)
+    cumulative = np.cumsum(weights)
+
+    def point(p: int) -> float:
+        rank = -(-p * total // 100)          # ceil(p% of total) in integers: no float rounding
+        return float(values[np.searchsorted(cumulative, rank)])
+
+    return Metrics(
+        lat_min_ms=float(values[0]), lat_mean_ms=float((values * weights).sum() / total),
+        lat_max_ms=float(values[-1]), **{f"lat_p{p}_ms": point(p) for p in PERCENTILES}, **fields,
     )
