@@ -34,21 +34,6 @@ def assert_ordered(m) -> None:
     assert values == sorted(values)
 
 
-@pytest.mark.parametrize("case", cases("wrk"))
-def test_wrk_parser_agrees_with_wrks_text_summary(case):
-    output = load("wrk", case)
-    metrics = ADAPTERS["wrk"].parse(output)
-    text_requests = int(re.search(r"(\d+) requests in", output.stdout).group(1))
-    text_rps = float(re.search(r"Requests/sec:\s+([\d.]+)", output.stdout).group(1))
-    avg, unit = re.search(r"Latency\s+([\d.]+)(us|ms|s)", output.stdout).groups()
-    text_mean_ms = float(avg) * {"us": 1e-3, "ms": 1, "s": 1e3}[unit]
-    assert metrics.requests == text_requests
-    assert metrics.rps == pytest.approx(text_rps, rel=1e-3)
-    assert metrics.lat_mean_ms == pytest.approx(text_mean_ms, rel=1e-2)
-    assert metrics.errors == 0
-    assert_ordered(metrics)
-
-
 def test_wrk_without_summary_line_is_a_parse_error():
     output = load("wrk", cases("wrk")[0])
     truncated = ToolOutput(output.spec, output.stdout.split("LTH_JSON")[0], "", 0)

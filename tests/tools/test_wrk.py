@@ -76,3 +76,59 @@ def test_no_interval_means_no_correction_and_a_broken_histogram_is_a_parse_error
     assert module.correction_interval_us(3_000_638, 235_335, 20) == 3_000_638 // (235_335 // 20)
     with pytest.raises(ParseError, match="does not invert"):
         module.uncorrect({10: 1, 14: 5}, 4)       # C[10] < C[14]: impossible after wrk's correction
+
+
+def wrk_json(output: ToolOutput) -> dict:
+    return json.loads(next(l for l in output.stdout.splitlines() if l.startswith("LTH_JSON "))[9:])
+
+
+def dumped(output: ToolOutput) -> dict[int, int]:
+    return module.read_histogram(next(l for l in output.stdout.splitlines() if l.startswith("LTH_HIST")))
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_the_recovered_histogram_reproduces_wrks_own_figures_and_counts_every_request(case):
+    output, meta = load(case)
+    data = wrk_json(output)
+    interval = module.correction_interval_us(data["duration_us"], data["requests"], output.spec.vus)
+    corrected = dumped(output)
+    raw = module.uncorrect(corrected, interval)
+    assert interval > 0 and min(raw) == data["latency_us"]["min"] == min(corrected)
+    # One measured latency per request: the correction only added counts.
+    assert sum(raw.values()) == data["requests"] < sum(corrected.values())
+    # Re-applying wrk's correction to the raw histogram gives back what wrk printed and computed:
+    # the dumped buckets, and (with the buckets below the minimum it adds too) its own mean and percentiles.
+    full = wrk_stats_correct(raw, interval)
+    assert {us: c for us, c in full.items() if us >= min(raw)} == corrected
+    own = wrk_own_figures(full, min(raw))
+    assert own["mean"] == pytest.approx(data["latency_us"]["mean"], abs=1e-3)
+    assert {p: own[p] for p in ("p50", "p75", "p90", "p95", "p99")} == \
+        {p: data["latency_us"][p] for p in ("p50", "p75", "p90", "p95", "p99")}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_parser_reports_the_raw_latencies_within_littles_bound(case):
+    output, meta = load(case)
+    data, row, metrics = wrk_json(output), meta["row"], WRK.parse(output)
+    assert metrics.requests == data["requests"] == int(re.search(r"(\d+) requests in", output.stdout).group(1))
+    assert metrics.rps == pytest.approx(float(re.search(r"Requests/sec:\s+([\d.]+)", output.stdout).group(1)), rel=1e-3)
+    assert metrics.errors == 0
+    # VUs x duration / requests bounds the mean latency from above (each connection also spends
+    # time between a response and its next request); wrk's corrected mean exceeds the bound.
+    bound_ms = output.spec.vus * data["duration_us"] / 1000 / data["requests"]
+    assert 0.8 * bound_ms < metrics.lat_mean_ms <= bound_ms < data["latency_us"]["mean"] / 1000
+    values = [metrics.lat_min_ms, metrics.lat_p50_ms, metrics.lat_p75_ms, metrics.lat_p90_ms, metrics.lat_p95_ms,
+              metrics.lat_p99_ms, metrics.lat_max_ms]
+    assert values == sorted(values) and metrics.lat_max_ms == data["latency_us"]["max"] / 1000
+    assert metrics.lat_p99_ms <= data["latency_us"]["p99"] / 1000
+    assert "coordinated-omission corrected" in metrics.notes[0] and len(metrics.notes) == 1
+    assert not WRK.co_corrected and WRK.timing_resolution_ms == 0.001
+    for name in ("requests", "rps", "lat_mean_ms", "lat_p50_ms", "lat_p99_ms"):
+        assert getattr(metrics, name) == pytest.approx(row[name]), name
+
+
+def test_missing_histogram_line_is_a_parse_error():
+    output, _ = load(CASES[0])
+    cut = ToolOutput(output.spec, output.stdout.split("LTH_HIST")[0], "", 0)
+    with pytest.raises(ParseError, match="LTH_HIST"):
+        WRK.parse(cut)

@@ -32,7 +32,9 @@ def correct(raw: Histogram, interval: int) -> Histogram:
 
 
 def uncorrect(corrected: Histogram, interval: int) -> Histogram:
-    """The measured histogram D from wrk's corrected one C: D[m] = C[m] - C[m+e] for m > e, else C[m]."""
+    """The measured histogram D from wrk's corrected one C: D[m] = C[m] - C[m+e] for m > e, else C[m].
+    Buckets below the raw minimum (where the correction also adds counts) may be left out of C:
+    D is 0 there, and no D[m] at or above the minimum needs them."""
     if interval <= 0:
         return dict(corrected)
     raw = {m: c - corrected.get(m + interval, 0) if m > interval else c for m, c in corrected.items()}

@@ -1,8 +1,8 @@
 -- Prints wrk's own summary and latency percentiles (microseconds) as one JSON line at the end,
--- then the latency histogram as wrk holds it in done(): every non-zero bucket, "us:count".
--- wrk 4.1.0 has already applied its coordinated-omission correction to that histogram
--- (stats_correct); the adapter inverts it. latency[i] is the count at i - 1 microseconds.
--- Corrected counts lie below latency.min too, so the dump starts at 0. It runs once, after the load.
+-- then the latency histogram as wrk holds it in done(): "us:count" for every non-zero bucket from
+-- latency.min up (latency(i), i = 1..#latency: wrk's stats_value_at/stats_popcount). wrk 4.1.0 has
+-- already applied its coordinated-omission correction to it (stats_correct); the adapter inverts
+-- it, which needs no bucket below latency.min (the raw minimum). Runs once, after the load.
 done = function(summary, latency, requests)
   local e = summary.errors
   io.write(string.format(
@@ -16,9 +16,9 @@ done = function(summary, latency, requests)
     latency:percentile(50), latency:percentile(75), latency:percentile(90),
     latency:percentile(95), latency:percentile(99)))
   local buckets = {}
-  for us = 0, latency.max do
-    local count = latency[us + 1]
-    if count > 0 then buckets[#buckets + 1] = string.format("%d:%d", us, count) end
+  for i = 1, #latency do
+    local us, count = latency(i)
+    buckets[i] = string.format("%d:%d", us, count)
   end
   io.write("LTH_HIST " .. table.concat(buckets, " ") .. "\n")
 end
