@@ -91,3 +91,17 @@ def test_missing_or_broken_result_is_a_parse_error(stdout):
     output, _ = load("vu20-host")
     with pytest.raises(ParseError):
         ADAPTER.parse(ToolOutput(output.spec, stdout, "", 0))
+
+
+def test_the_runs_row_leaves_sub_millisecond_figures_empty_with_a_note():
+    """The host fixture's row (meta.json, written by the runner) against the parser + the runner's rule."""
+    from harness.adapter import below_resolution
+    output, meta = load("vu20-host")
+    row, metrics = meta["row"], below_resolution(ADAPTER.parse(output), ADAPTER.timing_resolution_ms)
+    assert row["timing_resolution_ms"] == 1 and row["co_corrected"] is False
+    assert row["lat_p50_ms"] is None and row["lat_min_ms"] is None and json.loads(output.stdout)["latency"]["p50"] == 0
+    for name in ("requests", "errors", "lat_min_ms", "lat_mean_ms", "lat_p50_ms", "lat_p75_ms", "lat_p99_ms", "lat_max_ms"):
+        assert getattr(metrics, name) == row[name], name
+    assert all(getattr(metrics, name) is None or getattr(metrics, name) >= 1
+               for name in ("lat_min_ms", "lat_mean_ms", "lat_p50_ms", "lat_p75_ms", "lat_p90_ms", "lat_p99_ms"))
+    assert row["notes"] == "; ".join(metrics.notes) and "below the tool's 1 ms timing resolution" in row["notes"]
