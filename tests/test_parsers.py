@@ -68,3 +68,12 @@ def test_ab_without_percentile_file_is_a_parse_error(tmp_path):
                        output.stdout, "", 0)
     with pytest.raises(ParseError, match="percentile"):
         ADAPTERS["ab"].parse(moved)
+
+
+def test_abs_row_has_no_mean_and_the_resolution_columns():
+    """The re-captured host run's row (meta.json, written by the runner)."""
+    import json
+    row = json.loads((FIXTURES / "ab" / "vu20-host" / "meta.json").read_text())["row"]
+    metrics = ADAPTERS["ab"].parse(load("ab", "vu20-host"))
+    assert row["lat_mean_ms"] is None and row["timing_resolution_ms"] == 0.001 and row["co_corrected"] is False
+    assert row["lat_p50_ms"] == metrics.lat_p50_ms > 0 and row["notes"] == "; ".join(metrics.notes)
