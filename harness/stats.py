@@ -29,20 +29,26 @@ def latency_metrics(latencies_ms: Sequence[float] | np.ndarray, **fields) -> Met
     )
 
 
-def histogram_metrics(counts: Mapping[float, int], **fields) -> Metrics:
-    """As :func:`latency_metrics`, over a histogram {latency ms: count} (same nearest-rank rule)."""
+def histogram_metrics(counts: Mapping[float, int], total: int | None = None, **fields) -> Metrics:
+    """As :func:`latency_metrics`, over a histogram {latency ms: count} (same nearest-rank rule).
+    ``total`` > the histogram's count: it holds only the lowest values; a percentile beyond them
+    and the mean stay None (the max too: set it in ``fields`` if known)."""
     values = np.array(sorted(v for v, c in counts.items() if c > 0), dtype=float)
     weights = np.array([counts[v] for v in values], dtype=np.int64)
-    total = int(weights.sum()) if weights.size else 0
-    if total == 0:
+    known = int(weights.sum()) if weights.size else 0
+    total = known if total is None else total
+    if known == 0:
         return Metrics(**fields)
     cumulative = np.cumsum(weights)
 
-    def point(p: int) -> float:
+    def point(p: int) -> float | None:
         rank = -(-p * total // 100)          # ceil(p% of total) in integers: no float rounding
-        return float(values[np.searchsorted(cumulative, rank)])
+        return float(values[np.searchsorted(cumulative, rank)]) if rank <= known else None
 
-    return Metrics(
-        lat_min_ms=float(values[0]), lat_mean_ms=float((values * weights).sum() / total),
-        lat_max_ms=float(values[-1]), **{f"lat_p{p}_ms": point(p) for p in PERCENTILES}, **fields,
-    )
+    complete = known == total
+    return Metrics(**{
+        "lat_min_ms": float(values[0]),
+        "lat_mean_ms": float((values * weights).sum() / total) if complete else None,
+        "lat_max_ms": float(values[-1]) if complete else None,
+        **{f"lat_p{p}_ms": point(p) for p in PERCENTILES}, **fields,
+    })

@@ -6,6 +6,7 @@ stats_correct(), then the inversion must restore them exactly) and on real runs
 figures wrk itself computed from it).
 """
 import json
+import math
 import random
 import re
 from pathlib import Path
@@ -48,7 +49,7 @@ def wrk_own_figures(corrected: dict[int, int], raw_min: int) -> dict[str, float]
     span = [(us, corrected.get(us, 0)) for us in range(raw_min, max(corrected) + 1)]
     figures = {"mean": sum(us * c for us, c in span) / count}
     for p in (50, 75, 90, 95, 99):
-        rank, total = round(p / 100 * count + 0.5), 0
+        rank, total = math.floor(p / 100 * count + 0.5 + 0.5), 0     # C round(): half away from zero
         for us, c in span:
             total += c
             if total >= rank:
@@ -83,7 +84,9 @@ def wrk_json(output: ToolOutput) -> dict:
 
 
 def dumped(output: ToolOutput) -> dict[int, int]:
-    return module.read_histogram(next(l for l in output.stdout.splitlines() if l.startswith("LTH_HIST")))
+    histogram, complete = module.read_histogram(next(l for l in output.stdout.splitlines() if l.startswith("LTH_HIST")))
+    assert complete
+    return histogram
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -132,3 +135,24 @@ def test_missing_histogram_line_is_a_parse_error():
     cut = ToolOutput(output.spec, output.stdout.split("LTH_HIST")[0], "", 0)
     with pytest.raises(ParseError, match="LTH_HIST"):
         WRK.parse(cut)
+
+
+@pytest.mark.parametrize("keep", [0.3, 0.9, 0.999])
+def test_a_cut_dump_gives_the_percentiles_it_covers_and_leaves_the_rest_empty(keep):
+    """report.lua stops dumping after its CPU budget: the real fixture's dump cut to its lowest buckets."""
+    output, _ = load("vu20-host")
+    full = WRK.parse(output)
+    lines = output.stdout.splitlines()
+    index = next(i for i, l in enumerate(lines) if l.startswith("LTH_HIST"))
+    pairs = lines[index].split()[2:]
+    lines[index] = " ".join(["LTH_HIST", "cut", *pairs[:max(1, int(len(pairs) * keep))]])
+    cut = WRK.parse(ToolOutput(output.spec, "\n".join(lines) + "\n", "", 0))
+    assert cut.lat_mean_ms is None and cut.lat_min_ms == full.lat_min_ms and cut.lat_max_ms == full.lat_max_ms
+    assert "cut its histogram dump" in cut.notes[1]
+    for p in (50, 75, 90, 95, 99):
+        value = getattr(cut, f"lat_p{p}_ms")
+        assert value is None or value == getattr(full, f"lat_p{p}_ms"), p
+    known = [p for p in (50, 75, 90, 95, 99) if getattr(cut, f"lat_p{p}_ms") is not None]
+    assert known == [50, 75, 90, 95, 99][:len(known)]          # the lowest percentiles first
+    if keep == 0.999:
+        assert 50 in known

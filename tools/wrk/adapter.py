@@ -44,11 +44,24 @@ def uncorrect(corrected: Histogram, interval: int) -> Histogram:
     return {m: c for m, c in raw.items() if c > 0}
 
 
-def read_histogram(line: str) -> Histogram:
+def read_histogram(line: str) -> tuple[Histogram, bool]:
+    """The dumped buckets, and whether the dump is complete (else report.lua cut it: lowest buckets only)."""
+    _, state, *pairs = line.split()
+    if state not in ("complete", "cut"):
+        raise ParseError(f"wrk's {HISTOGRAM} line does not parse: state {state!r}")
     try:
-        return {int(us): int(count) for us, count in (pair.split(":") for pair in line.split()[1:])}
+        return {int(us): int(count) for us, count in (pair.split(":") for pair in pairs)}, state == "complete"
     except ValueError as exc:
         raise ParseError(f"wrk's {HISTOGRAM} line does not parse: {exc}") from None
+
+
+def known_raw(corrected: Histogram, interval: int, complete: bool) -> Histogram:
+    """The raw histogram; from a cut dump, only the values whose D[m] needs no missing bucket."""
+    if complete or not corrected:
+        return uncorrect(corrected, interval)
+    last = max(corrected)
+    known_upto = max(min(last, interval), last - interval) if interval > 0 else last
+    return {m: c for m, c in uncorrect(corrected, interval).items() if m <= known_upto}
 
 
 def _line(stdout: str, marker: str) -> str:
@@ -77,19 +90,25 @@ class Wrk(ToolAdapter):
 
     def parse(self, output: ToolOutput) -> Metrics:
         data = json.loads(_line(output.stdout, MARKER)[len(MARKER):])
-        corrected = read_histogram(_line(output.stdout, HISTOGRAM))
+        corrected, complete = read_histogram(_line(output.stdout, HISTOGRAM))
         interval = correction_interval_us(data["duration_us"], data["requests"], output.spec.vus)
-        raw = uncorrect(corrected, interval)
+        raw = known_raw(corrected, interval, complete)
         measured_s = data["duration_us"] / 1e6
         own = data["latency_us"]
         notes = [f"wrk's own figures are coordinated-omission corrected (interval {interval} us): mean "
                  f"{own['mean'] / 1000:.3f}, p50 {own['p50'] / 1000:.3f}, p99 {own['p99'] / 1000:.3f} ms; "
                  "the row holds the raw latencies recovered from its histogram"]
         recorded = sum(raw.values())
-        if recorded != data["requests"]:
+        if not complete:
+            notes.append(f"report.lua cut its histogram dump at {max(corrected)} us (CPU budget): the raw "
+                         f"latencies of {recorded} of {data['requests']} requests are known, so the mean and the "
+                         "percentiles beyond them are left empty")
+        elif recorded != data["requests"]:
             notes.append(f"the raw histogram holds {recorded} latencies for {data['requests']} requests")
         return histogram_metrics(
             {us / 1000.0: count for us, count in raw.items()},
+            total=max(recorded, data["requests"]) if not complete else None,
+            lat_max_ms=own["max"] / 1000,     # the correction never adds above the raw maximum
             requests=data["requests"],
             errors=sum(data["errors"].values()),
             rps=data["requests"] / measured_s if measured_s else None,
