@@ -4,6 +4,7 @@ import subprocess
 import time
 
 import psutil
+import pytest
 
 from harness.adapter import BELOW_RESOLUTION, Metrics, below_resolution
 from harness.registry import discover
