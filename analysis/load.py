@@ -6,10 +6,14 @@
 One row per run, the columns of runs.csv (numbers as floats, empty cells as NaN: a metric a tool
 does not report stays missing, never 0), plus ``folder`` (the folder's name), ``label`` (what
 charts call it) and ``env_*`` columns from its environment.json.
+
+A latency at or below the tool's timing resolution (a whole-ms tool's 0 or 1) is no figure to
+compare: it becomes NaN, and ``<column>_below_res`` says "< res" (emptied by the runner) or "~res".
 """
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -19,6 +23,10 @@ NUMERIC = ["vus", "rtt_target_ms", "duration_s", "requests", "errors", "rps", "l
            "mem_peak_mb", "cpu_avg_pct", "server_requests", "rtt_measured_ms", "lat_added_ms", "measured_s",
            "repeat", "startup_s", "mem_startup_peak_mb", "timing_resolution_ms", "wire_requests", "wire_p50_ms",
            "wire_p99_ms", "tool_error_p50_ms", "tool_error_p99_ms", "target_cpu_pct", "req_per_cpu_s", "mem_per_vu_kb"]
+LATENCY = ["lat_min_ms", "lat_mean_ms", "lat_p50_ms", "lat_p75_ms", "lat_p90_ms", "lat_p95_ms", "lat_p99_ms",
+           "lat_max_ms"]
+# The runner's note for figures it emptied (harness.adapter.BELOW_RESOLUTION).
+EMPTIED = re.compile(r"timing resolution, left empty: ([a-z0-9_, ]+)")
 ENVIRONMENT_KEYS = ["hostname", "kernel", "cpu_model", "cores", "memory_gib", "harness_commit", "docker_version",
                     "shaper"]
 
@@ -48,6 +56,28 @@ def load_results(*folders: str | Path) -> pd.DataFrame:
     if "repeat" in df:
         df["repeat"] = df["repeat"].fillna(1)
     df["label"] = _labels(df) if len(df) else []
+    return mask_below_resolution(df) if "timing_resolution_ms" in df else df
+
+
+def _emptied(notes: object) -> set[str]:
+    match = EMPTIED.search(notes) if isinstance(notes, str) else None
+    return {c.strip() for c in match.group(1).split(",")} if match else set()
+
+
+def mask_below_resolution(df: pd.DataFrame) -> pd.DataFrame:
+    """Latencies the tool's clock cannot resolve become NaN (never drawn nor ranked as a number)."""
+    emptied = df["notes"].map(_emptied) if "notes" in df else pd.Series([set()] * len(df), index=df.index)
+    resolution = df["timing_resolution_ms"]
+    shown = resolution.map("{:g}".format).astype(object)
+    for column in LATENCY:
+        below = emptied.map(lambda names: column in names).astype(bool)
+        at = (df[column] <= resolution) & ~below
+        df[f"{column}_below_res"] = None
+        df.loc[below, f"{column}_below_res"] = "< " + shown[below]
+        df.loc[at, f"{column}_below_res"] = "~" + shown[at]
+        df.loc[at, column] = float("nan")
+    if "lat_added_ms" in df:
+        df.loc[df["lat_p50_ms"].isna(), "lat_added_ms"] = float("nan")  # p50 - RTT means nothing then
     return df
 
 

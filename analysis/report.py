@@ -37,7 +37,7 @@ def summary_table(df: pd.DataFrame) -> list[dict]:
         row = {"scenario": key["scenario"], "tool": key["label"], "runs": len(runs),
                "ok": int((runs["status"] == "ok").sum()), "version": ", ".join(sorted(set(runs["tool_version"].dropna())))}
         for metric, stats in spreads.items():
-            row[metric] = _cell(stats, (key["scenario"], key["label"]))
+            row[metric] = _cell(stats, (key["scenario"], key["label"])) or _below_resolution(runs, metric)
         rows.append(row)
     return rows
 
@@ -47,6 +47,12 @@ def _cell(stats: pd.DataFrame, key: tuple) -> str:
         return ""
     median, low, high, n = stats.loc[key, ["median", "low", "high", "n"]]
     return _number(median) if n < 2 else f"{_number(median)} ({_number(low)}–{_number(high)})"
+
+
+def _below_resolution(runs: pd.DataFrame, metric: str) -> str:
+    """"< 1 ms" / "~1 ms" where the tool's clock could not resolve the figure (analysis.load)."""
+    marks = runs[f"{metric}_below_res"].dropna() if f"{metric}_below_res" in runs else []
+    return f"{marks.iloc[0]} ms" if len(marks) else ""
 
 
 def _number(value: float) -> str:

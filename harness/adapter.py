@@ -68,6 +68,13 @@ class ToolAdapter(ABC):
     version_command: ClassVar[list[str]]
     # One line on how VUs map to the tool's knobs, shown by `list-tools` and kept in meta.json.
     concurrency_model: ClassVar[str]
+    # The smallest latency step the tool's output can express, in ms: 0.001 for µs, 1 for whole-ms
+    # tools. A latency below it reads 0 and is left empty (see below_resolution).
+    timing_resolution_ms: ClassVar[float]
+    # True for a tool whose latency figures are coordinated-omission corrected (not raw measurements).
+    co_corrected: ClassVar[bool] = False
+    # The process name to sample when command() wraps the tool in a script (None: the whole tree).
+    sampled_process: ClassVar[str | None] = None
     folder: Path = Path()             # set by discovery: tools/<folder>/ (Dockerfile, install.sh)
     # False for tools whose output has no latency percentiles (their p50..p99 stay empty).
     reports_percentiles: ClassVar[bool] = True
@@ -99,3 +106,20 @@ class ToolAdapter(ABC):
     @property
     def dockerfile(self) -> Path:
         return self.folder / "Dockerfile"
+
+
+BELOW_RESOLUTION = "below the tool's {resolution:g} ms timing resolution, left empty: {columns}"
+LATENCY_FIELDS = ("lat_min_ms", "lat_mean_ms", "lat_p50_ms", "lat_p75_ms", "lat_p90_ms", "lat_p95_ms",
+                  "lat_p99_ms", "lat_max_ms")
+
+
+def below_resolution(metrics: Metrics, resolution_ms: float) -> Metrics:
+    """Empty every latency figure smaller than the tool's clock step (a whole-ms tool's 0 means
+    "under 1 ms", not 0 ms), naming them in a note."""
+    hidden = [name for name in LATENCY_FIELDS
+              if getattr(metrics, name) is not None and getattr(metrics, name) < resolution_ms]
+    for name in hidden:
+        setattr(metrics, name, None)
+    if hidden:
+        metrics.notes.append(BELOW_RESOLUTION.format(resolution=resolution_ms, columns=", ".join(hidden)))
+    return metrics

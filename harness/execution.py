@@ -10,7 +10,7 @@ from pathlib import Path
 
 from harness.cleanup import signals_deferred
 from harness.runtimes.base import Session
-from harness.sampling import Sample, TopSampler
+from harness.sampling import Sample, TopSampler, only_named
 
 STDOUT, STDERR, SAMPLES = "stdout.txt", "stderr.txt", "samples.csv"
 
@@ -47,13 +47,16 @@ def stop_tool(proc: subprocess.Popen, pids: set[int]) -> None:
         proc.wait(timeout=10)
 
 
-def execute(session: Session, argv: list[str], run_dir: Path, timeout_s: float) -> Execution:
+def execute(session: Session, argv: list[str], run_dir: Path, timeout_s: float,
+            sampled_process: str | None = None) -> Execution:
+    """Run the tool; memory and CPU count ``sampled_process`` only when given (a wrapped tool)."""
     started, launched_at = time.monotonic(), time.time()
     timed_out = False
     with (run_dir / STDOUT).open("w") as out, (run_dir / STDERR).open("w") as err:
         proc = session.popen(argv, out, err)
         tool_pids = session.pids(proc)
-        with TopSampler(tool_pids) as sampler:
+        sampled = only_named(tool_pids, sampled_process) if sampled_process else tool_pids
+        with TopSampler(sampled) as sampler:
             try:
                 proc.wait(timeout=timeout_s)
             except subprocess.TimeoutExpired:

@@ -16,7 +16,7 @@ from pathlib import Path
 from rich.console import Console
 
 from harness import PREFIX, environment
-from harness.adapter import RunSpec, ToolAdapter, ToolOutput
+from harness.adapter import RunSpec, ToolAdapter, ToolOutput, below_resolution
 from harness.errors import HarnessError
 from harness.execution import Execution, execute
 from harness.results import ResultsFolder, RunRow, write_meta
@@ -78,7 +78,7 @@ def fill_metrics(row: RunRow, adapter: ToolAdapter, spec: RunSpec, execution: Ex
     """Parse the tool's output into the row; returns what meta.json should add."""
     output = ToolOutput(spec, execution.stdout, execution.stderr, execution.exit_code or 0, execution.launched_at)
     try:
-        metrics = adapter.parse(output)
+        metrics = below_resolution(adapter.parse(output), adapter.timing_resolution_ms)
     except Exception as exc:  # noqa: BLE001 - any parser failure is the run's failure, not the suite's
         metrics, row.error = None, f"could not parse {adapter.name}'s output: {type(exc).__name__}: {exc}"
     window = None
@@ -115,7 +115,8 @@ def _new_row(runtime: Runtime, adapter: ToolAdapter, scenario: Scenario, folder:
     row = RunRow(tool=adapter.name, tool_version=None, runtime=runtime.name, scenario=scenario.id,
                  vus=scenario.vus, rtt_target_ms=scenario.rtt_ms, duration_s=scenario.duration_s, repeat=repeat,
                  started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                 run_dir=str(run_dir.relative_to(folder.path)))
+                 run_dir=str(run_dir.relative_to(folder.path)),
+                 timing_resolution_ms=adapter.timing_resolution_ms, co_corrected=adapter.co_corrected)
     return run_dir, row
 
 
@@ -144,7 +145,7 @@ def run_one(runtime: Runtime, adapter: ToolAdapter, scenario: Scenario, folder: 
             meta["command"] = argv
             before = target.requests_served()
             grace = grace_s(scenario.duration_s, grace)
-            execution = execute(session, argv, run_dir, scenario.duration_s + grace)
+            execution = execute(session, argv, run_dir, scenario.duration_s + grace, adapter.sampled_process)
             # stub_status counts its own request: `after` includes one status request beyond `before`.
             row.server_requests = target.requests_served() - before - 1
             session.save_logs(run_dir)

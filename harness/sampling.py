@@ -15,6 +15,8 @@ from pathlib import Path
 from statistics import fmean
 from typing import Callable
 
+import psutil
+
 PidSource = Callable[[], set[int]]
 _UNITS_KIB = {"k": 1, "m": 1024, "g": 1024**2, "t": 1024**3, "p": 1024**4}
 
@@ -36,6 +38,22 @@ class Usage:
     samples: int
     mem_outside_peak_mb: float | None = None   # peak before/after the load window (start-up, report)
     max_gap_s: float = 0.0                     # longest time between two frames (top can stall)
+
+
+def only_named(pids: PidSource, name: str) -> PidSource:
+    """The processes called ``name`` among ``pids``, with their children: a wrapper script's shell
+    and `timeout` are not the tool."""
+    def source() -> set[int]:
+        found, keep = pids(), set()
+        for pid in found:
+            try:
+                process = psutil.Process(pid)
+                if process.name() == name:
+                    keep |= {pid, *(child.pid for child in process.children(recursive=True))}
+            except psutil.NoSuchProcess:
+                continue
+        return keep & found
+    return source
 
 
 def parse_kib(text: str) -> float:

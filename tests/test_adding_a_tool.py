@@ -19,6 +19,7 @@ class Throwaway(ToolAdapter):
     name = "throwaway-ab"
     version_command = ["ab", "-V"]
     concurrency_model = "ab -c VUs -k, just to prove discovery"
+    timing_resolution_ms = 0.001
 
     def command(self, spec: RunSpec) -> list[str]:
         return ["ab", "-k", "-q", "-c", str(spec.vus), "-t", str(spec.duration_s), "-n", "10000000", spec.url]

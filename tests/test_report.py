@@ -123,3 +123,33 @@ def test_a_headless_browser_renders_the_report_with_every_image(tmp_path):
     subprocess.run([*flags, f"--screenshot={screenshot}", "--window-size=1400,2400", index.as_uri()],
                    capture_output=True, timeout=120)
     assert screenshot.stat().st_size > 50_000
+
+
+def test_a_latency_below_the_tools_resolution_is_shown_as_such_and_never_charted(tmp_path):
+    """ab's rows of the sample turned into a whole-ms tool's: p50 emptied by the runner (with its
+    note), p99 exactly one tick (1 ms)."""
+    from harness.adapter import BELOW_RESOLUTION
+    folder = tmp_path / HOST.name
+    shutil.copytree(HOST, folder)
+    with (folder / "runs.csv").open(newline="") as handle:
+        reader = csv.DictReader(handle)
+        fields, rows = reader.fieldnames, list(reader)
+    fields = fields + [f for f in ("notes", "timing_resolution_ms") if f not in fields]   # older sample schema
+    for row in rows:
+        if row["tool"] == "ab" and row["scenario"] == "vu20-rtt0.1":
+            row.update(timing_resolution_ms="1", lat_p50_ms="", lat_p99_ms="1",
+                       notes=BELOW_RESOLUTION.format(resolution=1, columns="lat_min_ms, lat_p50_ms"))
+    with (folder / "runs.csv").open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(rows)
+    df = load_results(folder)
+    ab = df[(df["tool"] == "ab") & (df["scenario"] == "vu20-rtt0.1")]
+    assert ab["lat_p99_ms"].isna().all() and ab["lat_added_ms"].isna().all()
+    assert set(ab["lat_p50_ms_below_res"]) == {"< 1"} and set(ab["lat_p99_ms_below_res"]) == {"~1"}
+    assert np.isnan(spread(df, "lat_p99_ms").set_index(["scenario", "label"]).loc[("vu20-rtt0.1", "ab"), "median"])
+    header, *body = parse(build([folder], tmp_path / "report")).tables["summary"]
+    shown = next(r for r in body if r[0] == "vu20-rtt0.1" and r[1] == "ab")
+    assert (shown[header.index("lat_p50_ms")], shown[header.index("lat_p99_ms")]) == ("< 1 ms", "~1 ms")
+    wrk = next(r for r in body if r[0] == "vu20-rtt0.1" and r[1] == "wrk")
+    assert float(wrk[header.index("lat_p50_ms")].split(" ")[0]) > 0      # a µs tool's figures stay

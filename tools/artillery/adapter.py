@@ -25,6 +25,7 @@ class Artillery(ToolAdapter):
     version_command = [NODE, "-p", f"require({json.dumps(str(PACKAGE_JSON))}).version"]
     concurrency_model = ("arrivalCount=VUs users over a 1 s phase, each looping GETs on its own keep-alive "
                          "connection until a deadline D s after the first request (loop/whileTrue)")
+    timing_resolution_ms = 1  # whole ms (Date.now)
 
     def command(self, spec: RunSpec) -> list[str]:
         url = urlsplit(spec.url)

@@ -10,6 +10,7 @@ class Bombardier(ToolAdapter):
     name = "bombardier"
     version_command = [BIN, "--version"]
     concurrency_model = "-c VUs keep-alive connections (fasthttp client), one goroutine each, -d duration"
+    timing_resolution_ms = 0.001  # its latency histogram is in us
 
     def command(self, spec: RunSpec) -> list[str]:
         # -p r: print only the result (no progress bar); -l: latency percentiles in the JSON.

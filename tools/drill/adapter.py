@@ -1,10 +1,10 @@
 """drill: Rust (tokio current-thread runtime, reqwest), a fixed count of plan iterations.
 
-drill has no duration option and prints its summary (--stats) only after its last iteration, so
-run.sh gives it a count it cannot reach and ends it with `timeout` after the duration. The
-figures come from the line drill prints for every request in its default (non-quiet) output,
-with --nanosec: status and time-to-last-byte in ns. Those lines go to drill-requests.log; the
-window's start and end (epoch s, around the drill process) are in drill-window.txt.
+drill has no duration option and prints its summary (--stats) only after its last iteration. Its
+per-request lines cost it ~18% of its throughput, so run.sh runs it --quiet with a count sized by
+quiet calibration runs to last the duration, and the figures come from drill's own --stats
+summary (drill-stats.txt, --nanosec). The real run's start and end (epoch s) are in
+drill-window.txt; the calibration runs before it fall outside the load window.
 """
 from __future__ import annotations
 
@@ -13,34 +13,31 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from harness.adapter import Metrics, ParseError, RunSpec, ToolAdapter, ToolOutput
-from harness.stats import DEFINITION, latency_metrics
 
 DRILL = "/opt/lth/cargo/bin/drill"        # install.sh and the Dockerfile both put it here
-REQUESTS_LOG, WINDOW = "drill-requests.log", "drill-window.txt"
-ANSI = re.compile(r"\x1b\[[0-9;]*m")
-# "lth                       http://198.18.0.2:80/style.css 200 OK 214119ns"
-REQUEST_LINE = re.compile(r"^lth\s+\S+ (\d{3})\b.* (\d+)ns$")
-ERROR_LINE = re.compile(r"^Error (connecting|reading body) ")
+STATS, WINDOW, CALIBRATION = "drill-stats.txt", "drill-window.txt", "drill-calibration.txt"
+# The global summary: "<label> <value>", e.g. "Median time per request   214000ns" (per-plan-step
+# lines repeat the labels after the step's name "lth" and are skipped).
+SUMMARY_LINE = re.compile(r"^(Time taken for tests|Total requests|Successful requests|Failed requests|"
+                          r"Median time per request|Average time per request|99\.0'th percentile|"
+                          r"Max time per request)\s+([\d.]+)(ns| seconds)?$")
 
 
-def read_requests(path: Path) -> tuple[list[float], int, int]:
-    """(latencies ms of every response, responses with a status outside 2xx/3xx, transport errors)."""
-    latencies: list[float] = []
-    bad_status = transport_errors = 0
-    with path.open(errors="replace") as handle:
-        for raw in handle:
-            line = ANSI.sub("", raw.rstrip("\n"))
-            match = REQUEST_LINE.match(line)
-            if match:
-                latencies.append(int(match.group(2)) / 1e6)
-                if not 200 <= int(match.group(1)) < 400:
-                    bad_status += 1
-            elif ERROR_LINE.match(line):
-                transport_errors += 1
-    return latencies, bad_status, transport_errors
+def read_stats(path: Path) -> dict[str, float]:
+    found = {}
+    for line in path.read_text(errors="replace").splitlines():
+        match = SUMMARY_LINE.match(line.strip())
+        if match:
+            found[match.group(1)] = float(match.group(2))
+    return found
 
 
-def read_window(path: Path) -> float | None:
+def calibration_requests(path: Path) -> int:
+    """Requests the calibration runs sent ("iterations N seconds S" per run)."""
+    return sum(int(line.split()[1]) for line in path.read_text().splitlines() if line.startswith("iterations "))
+
+
+def read_window(path: Path) -> tuple[float, float] | None:
     marks = {}
     for line in path.read_text().splitlines():
         what, _, value = line.partition(" ")
@@ -49,7 +46,7 @@ def read_window(path: Path) -> float | None:
         except ValueError:
             continue
     if "start" in marks and "end" in marks and marks["end"] > marks["start"]:
-        return marks["end"] - marks["start"]
+        return marks["start"], marks["end"]
     return None
 
 
@@ -57,7 +54,9 @@ class Drill(ToolAdapter):
     name = "drill"
     version_command = [DRILL, "--version"]
     concurrency_model = ("concurrency=VUs iterations in flight (one GET each, a shared keep-alive client pool), "
-                         "one thread; a count it cannot reach, ended by `timeout` after the duration")
+                         "one thread; --quiet, a count sized by calibration runs to last the duration")
+    timing_resolution_ms = 0.001  # --stats --nanosec: an HdrHistogram of us (2 significant digits)
+    sampled_process = "drill"     # not run.sh's bash, awk or `timeout`
 
     def command(self, spec: RunSpec) -> list[str]:
         url = urlsplit(spec.url)
@@ -66,25 +65,32 @@ class Drill(ToolAdapter):
         return [str(self.folder / "run.sh"), str(spec.out_dir), base, path, str(spec.vus), str(spec.duration_s)]
 
     def parse(self, output: ToolOutput) -> Metrics:
-        log = output.file(REQUESTS_LOG)
-        if not log.is_file():
-            raise ParseError(f"drill's output {REQUESTS_LOG} is missing (run.sh did not run drill)")
-        latencies, bad_status, transport_errors = read_requests(log)
-        if not latencies:
-            raise ParseError(f"{REQUESTS_LOG} holds no request line (no request completed)")
-        window = output.file(WINDOW)
-        measured_s = read_window(window) if window.is_file() else None
-        notes = []
-        if measured_s is None:
-            measured_s = float(output.spec.duration_s)
-            notes.append(f"no start/end marks in {WINDOW}: rps uses the configured duration")
-        requests = len(latencies) + transport_errors
-        return latency_metrics(
-            latencies, requests=requests, errors=bad_status + transport_errors, rps=requests / measured_s,
-            measured_s=measured_s,
-            source=f"drill's per-request lines ({REQUESTS_LOG}; default output with --nanosec: status and "
-                   f"time to last byte in ns): requests, non-2xx/3xx, 'Error ...' lines; {DEFINITION}; "
-                   f"rps = requests / the time between run.sh's marks around drill ({WINDOW}); drill's own "
-                   "summary (--stats) is never printed, since `timeout` ends it",
+        path, window_path = output.file(STATS), output.file(WINDOW)
+        if not path.is_file():
+            raise ParseError(f"drill's summary {STATS} is missing (run.sh did not run drill)")
+        stats = read_stats(path)
+        if "Total requests" not in stats or "Median time per request" not in stats:
+            raise ParseError(f"{STATS} holds no --stats summary (drill did not finish its iterations)")
+        window = read_window(window_path) if window_path.is_file() else None
+        if window is None:
+            raise ParseError(f"{WINDOW} holds no start/end marks")
+        requests, measured_s = int(stats["Total requests"]), window[1] - window[0]
+        calibration = output.file(CALIBRATION)
+        notes = [f"Nginx's count includes the {calibration_requests(calibration)} requests of the calibration "
+                 "runs before the load window"] if calibration.is_file() else []
+
+        def ms(label: str) -> float:
+            return stats[label] / 1e6        # --nanosec: ns
+
+        return Metrics(
+            requests=requests, errors=int(stats.get("Failed requests", 0)),
+            rps=requests / measured_s, measured_s=measured_s,
+            load_start_s=window[0] - output.launched_at if output.launched_at else None,
+            lat_mean_ms=ms("Average time per request"), lat_p50_ms=ms("Median time per request"),
+            lat_p99_ms=ms("99.0'th percentile"), lat_max_ms=ms("Max time per request"),
+            source=f"drill --quiet --stats --nanosec summary ({STATS}): total, failed (not 2xx) requests, median, "
+                   "average, 99.0th percentile, max over its HdrHistogram (us, 2 significant digits; no min, "
+                   "p75/p90/p95); transport errors are not reported in quiet mode; rps = requests / the time "
+                   f"between run.sh's marks around the real run ({WINDOW}), calibration runs excluded",
             notes=notes,
         )

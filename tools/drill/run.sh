@@ -1,19 +1,23 @@
 #!/usr/bin/env bash
 # Runs one drill benchmark: run.sh OUT_DIR BASE_URL PATH VUS DURATION_S
 # drill has no duration option: it runs a fixed number of iterations (one GET each here) with
-# `concurrency` of them in flight. So: a count far beyond what it can reach, ended by `timeout`
-# after DURATION_S. drill prints its summary (--stats) only when every iteration is done, so the
-# figures come from the line it prints per request (default, non-quiet output; --nanosec for
-# ns resolution), which goes to OUT_DIR/drill-requests.log. The start and end of the window are
-# noted in OUT_DIR/drill-window.txt (epoch seconds).
+# `concurrency` of them in flight, and prints its summary (--stats) only when all are done. Its
+# per-request lines (non-quiet output) cost it ~18% of its throughput, so it runs --quiet and the
+# count is sized to last DURATION_S: quiet calibration runs of doubling size until one lasts
+# >= 0.5 s (noted in OUT_DIR/drill-calibration.txt), then count = their rate x DURATION_S.
+# The real run's summary goes to OUT_DIR/drill-stats.txt; its start and end (epoch seconds) to
+# OUT_DIR/drill-window.txt. `timeout` is only a safety net (3 x DURATION_S + 10 s).
 set -uo pipefail
 OUT=$1 BASE=$2 URLPATH=$3 VUS=$4 DURATION=$5
-ITERATIONS=1000000000
-cat > "$OUT/benchmark.yml" <<YAML
+DRILL=/opt/lth/cargo/bin/drill
+MAX_ITERATIONS=1000000000
+
+plan() {  # plan FILE ITERATIONS
+  cat > "$1" <<YAML
 ---
 concurrency: $VUS
 base: '$BASE'
-iterations: $ITERATIONS
+iterations: $2
 rampup: 0
 
 plan:
@@ -21,11 +25,30 @@ plan:
     request:
       url: '$URLPATH'
 YAML
-echo "start $(date +%s.%N)" > "$OUT/drill-window.txt"
-NO_COLOR=1 timeout --signal=TERM "$DURATION" /opt/lth/cargo/bin/drill --benchmark "$OUT/benchmark.yml" --nanosec \
-  > "$OUT/drill-requests.log"
+}
+now() { date +%s.%N; }
+seconds_between() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.6f", b - a }'; }
+
+iterations=$((VUS * 8))
+: > "$OUT/drill-calibration.txt"
+while :; do
+  plan "$OUT/calibration.yml" "$iterations"
+  t0=$(now)
+  NO_COLOR=1 "$DRILL" --benchmark "$OUT/calibration.yml" --quiet > /dev/null || exit $?
+  elapsed=$(seconds_between "$t0" "$(now)")
+  echo "iterations $iterations seconds $elapsed" >> "$OUT/drill-calibration.txt"
+  awk -v e="$elapsed" 'BEGIN { exit !(e >= 0.5) }' && break
+  [ "$iterations" -ge "$MAX_ITERATIONS" ] && break
+  iterations=$((iterations * 2))
+done
+total=$(awk -v n="$iterations" -v e="$elapsed" -v d="$DURATION" 'BEGIN { printf "%d", n / e * d }')
+plan "$OUT/benchmark.yml" "$total"
+rm -f "$OUT/calibration.yml"
+
+echo "start $(now)" > "$OUT/drill-window.txt"
+NO_COLOR=1 timeout --signal=TERM $((DURATION * 3 + 10)) "$DRILL" --benchmark "$OUT/benchmark.yml" \
+  --quiet --stats --nanosec > "$OUT/drill-stats.txt"
 rc=$?
-echo "end $(date +%s.%N)" >> "$OUT/drill-window.txt"
-echo "drill exit status $rc (124 = stopped by timeout after ${DURATION}s, as intended)"
-[ "$rc" -eq 124 ] && rc=0
+echo "end $(now)" >> "$OUT/drill-window.txt"
+echo "drill exit status $rc; $total iterations"
 exit $rc

@@ -36,6 +36,7 @@ class Gatling(ToolAdapter):
     name = "gatling"
     version_command = [f"{HOME}/bin/gatling", "--version"]
     concurrency_model = "atOnceUsers(VUs), each looping one GET during(duration) over its own keep-alive connection"
+    timing_resolution_ms = 1  # simulation.log holds whole-ms timestamps
 
     def command(self, spec: RunSpec) -> list[str]:
         return [

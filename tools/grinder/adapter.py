@@ -17,6 +17,7 @@ class Grinder(ToolAdapter):
     version_command = ["java", "-cp", f"{HOME}/wrap:{HOME}/lib/*", "LthGrinder", "--version"]
     concurrency_model = ("one worker process with grinder.threads = VUs threads, each one Grinder run that loops "
                          "GETs on its own keep-alive connection until the duration has passed since its start")
+    timing_resolution_ms = 1  # 'Test time' in whole ms
 
     def command(self, spec: RunSpec) -> list[str]:
         return [

@@ -33,6 +33,7 @@ class H2load(ToolAdapter):
     name = "h2load"
     version_command = ["h2load", "--version"]
     concurrency_model = "-c VUs HTTP/1.1 keep-alive connections (--h1, no pipelining), -t min(VUs, cores) threads"
+    timing_resolution_ms = 0.001  # --log-file durations in us
 
     def command(self, spec: RunSpec) -> list[str]:
         threads = max(1, min(spec.vus, spec.cpus))

@@ -31,6 +31,7 @@ class Hey(ToolAdapter):
     version_command = [f"{BIN}-version"]
     concurrency_model = ("-c VUs workers, one request at a time each, on one shared keep-alive client pool "
                          "(idle pool capped at min(VUs, 500)), -z duration")
+    timing_resolution_ms = 0.1  # its summary prints seconds with 4 decimals
 
     def command(self, spec: RunSpec) -> list[str]:
         # -t 10: the same 10 s timeout as wrk (hey's default is 20 s).

@@ -28,6 +28,7 @@ class JMeter(ToolAdapter):
     version_command = [f"{HOME}/bin/jmeter", "-j", "/dev/null", "--version"]
     concurrency_model = (f"ThreadGroup of VUs threads (one keep-alive connection each) started over {RAMP_UP_S} s, "
                          "scheduler duration, loops forever")
+    timing_resolution_ms = 1  # JTL 'elapsed' in whole ms
 
     def command(self, spec: RunSpec) -> list[str]:
         url = urlsplit(spec.url)

@@ -17,6 +17,7 @@ class K6(ToolAdapter):
     name = "k6"
     version_command = [BIN, "version"]
     concurrency_model = "--vus VUs looping one GET without sleep (one keep-alive connection each), --duration"
+    timing_resolution_ms = 0.000001  # float ms from Go durations (ns)
 
     def command(self, spec: RunSpec) -> list[str]:
         return [

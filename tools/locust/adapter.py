@@ -29,6 +29,7 @@ JSON_FILE = f"{OUTPUT_PREFIX}.json"        # Locust appends .json to --json-file
 
 class Locust(ToolAdapter):
     version_command = [LOCUST, "--version"]
+    timing_resolution_ms = 1  # percentiles: histogram buckets of whole ms below 100 ms
 
     def __init__(self, name: str = "locust", user_class: str = "FastUser", processes: int | None = None,
                  concurrency_model: str = "-u VUs FastHttpUser users spawned at once (-r VUs), no wait time, "

@@ -18,6 +18,7 @@ class Oha(ToolAdapter):
     name = "oha"
     version_command = [OHA, "--version"]
     concurrency_model = "-c VUs keep-alive connections, -z duration, tokio worker threads = cores (oha's default)"
+    timing_resolution_ms = 0.000001  # float seconds from Rust Durations (ns)
 
     def command(self, spec: RunSpec) -> list[str]:
         return [OHA, "--no-tui", "-c", str(spec.vus), "-z", f"{spec.duration_s}s",

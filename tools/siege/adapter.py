@@ -41,6 +41,7 @@ class Siege(ToolAdapter):
     version_command = ["siege", "-V"]
     concurrency_model = ("-c VUs users (one thread and one keep-alive connection each, via -R siegerc), "
                          "benchmark mode -b (no delay), -t duration")
+    timing_resolution_ms = RESOLUTION_MS  # seconds with two decimals
     # siege reports mean, shortest and longest response time only.
     reports_percentiles = False
 

@@ -36,6 +36,7 @@ class Vegeta(ToolAdapter):
     version_command = [BIN, "-version"]
     concurrency_model = ("-rate=0 (no pacing) with -workers = -max-workers = VUs, each one request at a time, "
                          "on a shared keep-alive pool capped at VUs connections (-max-connections)")
+    timing_resolution_ms = 0.000001  # ns in its CSV
 
     def command(self, spec: RunSpec) -> list[str]:
         return ["sh", "-c", SCRIPT, "vegeta", spec.url, str(spec.vus), str(spec.duration_s), str(spec.out_dir)]

@@ -8,6 +8,7 @@ class Garbage(ToolAdapter):
     name = "fault-garbage"
     version_command = ["sh", "-c", "echo 1.0.0"]
     concurrency_model = "none (fault injection)"
+    timing_resolution_ms = 0.001
 
     def command(self, spec: RunSpec) -> list[str]:
         return ["sh", "-c", "head -c 300 /dev/urandom | base64"]

@@ -6,6 +6,7 @@ class Hang(ToolAdapter):
     name = "fault-hang"
     version_command = ["sh", "-c", "echo 1.0.0"]
     concurrency_model = "none (fault injection)"
+    timing_resolution_ms = 0.001
 
     def command(self, spec: RunSpec) -> list[str]:
         return ["sh", "-c", "trap '' TERM; sleep 3600 & wait; sleep 3600"]
