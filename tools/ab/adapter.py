@@ -24,6 +24,8 @@ class ApacheBench(ToolAdapter):
     version_command = ["ab", "-V"]
     concurrency_model = "-c VUs keep-alive connections (-k), one thread; -t duration with a huge -n"
 
+    rate_model = 'closed model only: -c concurrent requests, ab has no rate option'
+
     def command(self, spec: RunSpec) -> list[str]:
         # -n must follow -t: -t resets the request count to 50000.
         return [

@@ -26,6 +26,8 @@ class Artillery(ToolAdapter):
     concurrency_model = ("arrivalCount=VUs users over a 1 s phase, each looping GETs on its own keep-alive "
                          "connection until a deadline D s after the first request (loop/whileTrue)")
 
+    rate_model = 'supports an open model (phases with arrivalRate, each arrival a new VU); not wired in this harness yet'
+
     def command(self, spec: RunSpec) -> list[str]:
         url = urlsplit(spec.url)
         path = (url.path or "/") + (f"?{url.query}" if url.query else "")

@@ -36,10 +36,14 @@ class Autocannon(ToolAdapter):
     version_command = [NODE, AUTOCANNON, "--version"]
     concurrency_model = "-c VUs keep-alive connections, no pipelining (-p 1), one Node.js process and thread"
 
+    open_model = True
+    rate_model = "-R <rate> (overall rate over the -c VUs connections), latency counts from the actual send"
+
     def command(self, spec: RunSpec) -> list[str]:
+        rate = ["-R", str(spec.rate_rps)] if spec.rate_rps else []
         return [
             NODE, AUTOCANNON, "--json", "--no-progress",
-            "-c", str(spec.vus), "-p", "1", "-d", str(spec.duration_s), "-t", "10", spec.url,
+            "-c", str(spec.vus), "-p", "1", "-d", str(spec.duration_s), "-t", "10", *rate, spec.url,
         ]
 
     def parse(self, output: ToolOutput) -> Metrics:

@@ -59,6 +59,8 @@ class Drill(ToolAdapter):
     concurrency_model = ("concurrency=VUs iterations in flight (one GET each, a shared keep-alive client pool), "
                          "one thread; a count it cannot reach, ended by `timeout` after the duration")
 
+    rate_model = 'closed model only: concurrency users iterating the plan, drill has no arrival-rate option'
+
     def command(self, spec: RunSpec) -> list[str]:
         url = urlsplit(spec.url)
         base = f"{url.scheme}://{url.netloc}"

@@ -37,6 +37,8 @@ class Gatling(ToolAdapter):
     version_command = [f"{HOME}/bin/gatling", "--version"]
     concurrency_model = "atOnceUsers(VUs), each looping one GET during(duration) over its own keep-alive connection"
 
+    rate_model = 'supports an open model (constantUsersPerSec injection, or throttle); not wired in this harness yet'
+
     def command(self, spec: RunSpec) -> list[str]:
         return [
             "java", *JVM, *OFFLINE,

@@ -18,6 +18,8 @@ class Grinder(ToolAdapter):
     concurrency_model = ("one worker process with grinder.threads = VUs threads, each one Grinder run that loops "
                          "GETs on its own keep-alive connection until the duration has passed since its start")
 
+    rate_model = 'closed model only: worker threads loop the test; The Grinder has no arrival-rate option'
+
     def command(self, spec: RunSpec) -> list[str]:
         return [
             # wrap/ first: the logback-worker.xml there replaces Grinder's own (no per-request INFO line).

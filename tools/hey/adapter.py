@@ -32,9 +32,14 @@ class Hey(ToolAdapter):
     concurrency_model = ("-c VUs workers, one request at a time each, on one shared keep-alive client pool "
                          "(idle pool capped at min(VUs, 500)), -z duration")
 
+    open_model = True
+    rate_model = ("-q <rate / VUs>: hey's -q is PER WORKER (each of the -c VUs workers is throttled on its own "
+                  "ticker), latency counts from the actual send")
+
     def command(self, spec: RunSpec) -> list[str]:
+        rate = ["-q", f"{spec.rate_rps / spec.vus:g}"] if spec.rate_rps else []
         # -t 10: the same 10 s timeout as wrk (hey's default is 20 s).
-        return [BIN, "-z", f"{spec.duration_s}s", "-c", str(spec.vus), "-t", "10", spec.url]
+        return [BIN, "-z", f"{spec.duration_s}s", "-c", str(spec.vus), *rate, "-t", "10", spec.url]
 
     def parse(self, output: ToolOutput) -> Metrics:
         text = output.stdout

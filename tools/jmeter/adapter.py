@@ -29,6 +29,8 @@ class JMeter(ToolAdapter):
     concurrency_model = (f"ThreadGroup of VUs threads (one keep-alive connection each) started over {RAMP_UP_S} s, "
                          "scheduler duration, loops forever")
 
+    rate_model = 'supports a target rate (Precise Throughput Timer); not wired in this harness yet'
+
     def command(self, spec: RunSpec) -> list[str]:
         url = urlsplit(spec.url)
         port = url.port or (443 if url.scheme == "https" else 80)

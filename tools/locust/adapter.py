@@ -49,6 +49,8 @@ class Locust(ToolAdapter):
                    "worker process per core (--processes -1) plus a master"),
         ]
 
+    rate_model = 'supports pacing (wait_time = constant_throughput per user); not wired in this harness yet'
+
     def command(self, spec: RunSpec) -> list[str]:
         url = urlsplit(spec.url)
         path = url.path or "/"

@@ -88,6 +88,8 @@ class Tsung(ToolAdapter):
                          "duration), each looping GETs without think time on one persistent connection until "
                          "the duration has passed since its own start")
 
+    rate_model = 'supports an open model (arrival phases, each arrival a new user session); not wired in this harness yet'
+
     def command(self, spec: RunSpec) -> list[str]:
         url = urlsplit(spec.url)
         path = (url.path or "/") + (f"?{url.query}" if url.query else "")

@@ -14,6 +14,8 @@ class Wrk(ToolAdapter):
     # wrk. So: threads = min(VUs, cores), connections = VUs (each held open for the whole run).
     concurrency_model = "connections = VUs, threads = min(VUs, cores)"
 
+    rate_model = "closed model only: wrk has no rate option (wrk2's -R adds one; wrk2 is not in this lineup)"
+
     def command(self, spec: RunSpec) -> list[str]:
         threads = max(1, min(spec.vus, spec.cpus))
         return [
