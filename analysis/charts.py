@@ -17,7 +17,6 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from analysis.load import scenario_order  # noqa: E402
-from analysis.stall import stall_chart  # noqa: E402
 
 OK = "ok"
 
@@ -192,5 +191,4 @@ CHARTS: dict[str, tuple[str, Callable[[pd.DataFrame], plt.Figure | None]]] = {
     "memory": ("Memory per tool and VU level", memory),
     "docker_vs_host": ("Container vs bare metal", docker_vs_host),
     "counting": ("Accuracy of counting: tool vs Nginx", counting),
-    "stall": ("What each tool saw of a 1 s stall: reported p99 and max next to the expected figures", stall_chart),
 }

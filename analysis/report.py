@@ -21,11 +21,9 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from analysis.charts import CHARTS, runtime_ratios, spread
 from analysis.load import environment, load_results, scenario_order
-from analysis.stall import EXPLANATION as STALL_EXPLANATION, stall_table
+from analysis.stall import EXPLANATION as STALL_EXPLANATION, stall_table, write_stall_chart
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
-MISSING = {"docker_vs_host": "these results hold no run of the same tool and scenario in both runtimes",
-           "stall": "these results hold no successful run of a stall scenario (stall_ms)"}
 SUMMARY_METRICS = ["rps", "lat_p50_ms", "lat_p99_ms", "lat_added_ms", "mem_avg_mb", "mem_peak_mb", "cpu_avg_pct"]
 
 
@@ -80,7 +78,8 @@ def build(folders: list[Path], out: Path) -> Path:
     for name, (caption, draw) in CHARTS.items():
         figure = draw(df) if len(df[df["status"] == "ok"]) else None
         if figure is None:
-            missing.append((caption, MISSING.get(name, "no successful run")))
+            missing.append((caption, "these results hold no run of the same tool and scenario in both runtimes"
+                            if name == "docker_vs_host" else "no successful run"))
             continue
         for ext in ("png", "svg"):
             figure.savefig(out / f"{name}.{ext}", dpi=110)
@@ -94,7 +93,7 @@ def build(folders: list[Path], out: Path) -> Path:
                  for f in folders],
         charts=charts, missing=missing, summary=summary_table(df),
         ratios=ratios.round(3).to_dict("records"), metrics=SUMMARY_METRICS,
-        stall=stall_table(df), stall_explanation=STALL_EXPLANATION,
+        stall=stall_table(df), stall_explanation=STALL_EXPLANATION, stall_chart=write_stall_chart(df, out),
     )
     (out / "index.html").write_text(html)
     return out / "index.html"

@@ -5,6 +5,8 @@ them from the rate, the stall as it happened and the measured RTT).
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -29,7 +31,7 @@ COLUMNS = ["scenario", "tool", "model", "rate_target_rps", "rate_achieved_rps", 
 
 def stall_rows(df: pd.DataFrame) -> pd.DataFrame:
     if "stall_ms" not in df:
-        return pd.DataFrame()
+        return df.iloc[0:0]
     return df[df["stall_ms"].notna() & (df["status"] == "ok")]
 
 
@@ -53,6 +55,8 @@ def _number(value) -> str:
 
 def stall_table(df: pd.DataFrame) -> list[dict]:
     rows = stall_rows(df)
+    if rows.empty:
+        return []
     table = []
     for _, row in rows.sort_values(["scenario", "label"]).iterrows():
         cells = {c: row.get(c) for c in COLUMNS}
@@ -92,3 +96,14 @@ def stall_chart(df: pd.DataFrame) -> plt.Figure | None:
     fig.legend(*axes.flat[0].get_legend_handles_labels(), loc="lower center", fontsize=8, ncol=4)
     fig.tight_layout(rect=(0, 0.08, 1, 0.9))
     return fig
+
+
+def write_stall_chart(df: pd.DataFrame, out: Path) -> bool:
+    """stall.png and stall.svg in ``out``; False when the results hold no successful stall run."""
+    figure = stall_chart(df)
+    if figure is None:
+        return False
+    for ext in ("png", "svg"):
+        figure.savefig(out / f"stall.{ext}", dpi=110)
+    plt.close(figure)
+    return True
