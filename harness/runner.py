@@ -199,7 +199,7 @@ def _open_folder(plan: Plan) -> tuple[ResultsFolder, set[tuple[str, str]]]:
     folder = ResultsFolder.open(plan.resume, plan.runtime)
     selected = {(s.id, t.name, r) for s, t, r in plan.runs}
     keep = [r for r in folder.rows()
-            if r["status"] == "ok" and not (plan.force and (r["scenario"], r["tool"], int(r["repeat"])) in selected)]
+            if r["status"] in ("ok", "unsupported") and not (plan.force and (r["scenario"], r["tool"], int(r["repeat"])) in selected)]
     folder.rewrite(keep)  # failed/forced rows are redone; their old rows go
     return folder, {(r["scenario"], r["tool"], int(r["repeat"])) for r in keep}
 
