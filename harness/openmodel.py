@@ -55,7 +55,7 @@ def fill_stall(row: RunRow, scenario: Scenario, record: StallRecord | None) -> N
     row.stall_ms, row.stall_at_s = scenario.stall_ms, scenario.stall_at_s
     if record is not None:
         row.stall_actual_ms = record.actual_ms
-        row.notes = "; ".join(filter(None, [row.notes, record.describe()]))
+        row.notes = "; ".join(filter(None, [row.notes, record.describe(), _outside_window(row, record)]))
     rate = row.rate_target_rps or row.rps
     rtt = row.rtt_measured_ms if row.rtt_measured_ms is not None else scenario.rtt_ms
     if rate and record is not None and record.actual_ms is not None:
@@ -63,3 +63,15 @@ def fill_stall(row: RunRow, scenario: Scenario, record: StallRecord | None) -> N
         # Only the stall's length shapes the distribution, not where in the run it falls.
         figures = expected(rate, duration, 0.0, record.actual_ms, rtt)
         row.expected_p99_ms, row.expected_max_ms = figures.p99_ms, figures.max_ms
+
+
+def _outside_window(row: RunRow, record: StallRecord) -> str:
+    """A warning when the stall missed the tool's load window (e.g. a slow start-up)."""
+    if record.stopped_at is None or record.actual_ms is None or row.measured_s is None:
+        return ""
+    start = record.stopped_at - record.origin
+    load_start = row.startup_s or 0.0
+    if start < load_start or start + record.actual_ms / 1000 > load_start + row.measured_s:
+        return (f"WARNING: the stall (+{start:.1f} s) fell outside the tool's load window "
+                f"(+{load_start:.1f} s to +{load_start + row.measured_s:.1f} s)")
+    return ""

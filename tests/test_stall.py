@@ -123,3 +123,14 @@ def test_stall_row_gets_the_expected_figures_at_the_target_rate():
     assert row.expected_p99_ms == pytest.approx(800.2, abs=1.0)
     assert row.expected_max_ms == pytest.approx(1000.2)
     assert "SIGSTOP of 2 Nginx processes at +10.000 s" in row.notes
+
+
+def test_a_stall_outside_the_tools_load_window_is_flagged():
+    scenario = _scenario(rate_rps=1000, stall_ms=1000, stall_at_s=10)
+    row = _row(950.0)
+    row.startup_s = 12.0                  # a slow start: the first request came after the stall
+    fill_stall(row, scenario, StallRecord(10.0, 1000, origin=100.0, stopped_at=110.0, resumed_at=111.0))
+    assert "WARNING: the stall (+10.0 s) fell outside the tool's load window (+12.0 s to +32.0 s)" in row.notes
+    inside = _row(950.0)
+    fill_stall(inside, scenario, StallRecord(10.0, 1000, origin=100.0, stopped_at=110.0, resumed_at=111.0))
+    assert "WARNING" not in inside.notes
