@@ -37,7 +37,11 @@ class Autocannon(ToolAdapter):
     concurrency_model = "-c VUs keep-alive connections, no pipelining (-p 1), one Node.js process and thread"
 
     open_model = True
-    rate_model = "-R <rate> (overall rate over the -c VUs connections), latency counts from the actual send"
+    # autocannon's lib/run.js: with a rate, each response goes into its histogram through
+    # recordValueWithExpectedInterval(latency, ceil(1 / rate)), i.e. an expected interval of 1 ms.
+    rate_model = ("-R <rate> (overall, over the -c VUs connections); with a rate autocannon back-fills its histogram "
+                  "for coordinated omission (HdrHistogram recordValueWithExpectedInterval, expected interval "
+                  "ceil(1/rate) = 1 ms): samples outnumber requests and every latency above 1 ms is inflated")
 
     def command(self, spec: RunSpec) -> list[str]:
         rate = ["-R", str(spec.rate_rps)] if spec.rate_rps else []

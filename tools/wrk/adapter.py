@@ -14,7 +14,10 @@ class Wrk(ToolAdapter):
     # wrk. So: threads = min(VUs, cores), connections = VUs (each held open for the whole run).
     concurrency_model = "connections = VUs, threads = min(VUs, cores)"
 
-    rate_model = "closed model only: wrk has no rate option (wrk2's -R adds one; wrk2 is not in this lineup)"
+    # wrk.c corrects its latency histogram after the run (stats_correct with the mean interval per
+    # connection), so a closed-loop wrk still shows a stall in its percentiles.
+    rate_model = ("closed model only: wrk has no rate option (wrk2's -R adds one; wrk2 is not in this lineup); "
+                  "wrk back-fills its histogram for coordinated omission after the run (stats_correct)")
 
     def command(self, spec: RunSpec) -> list[str]:
         threads = max(1, min(spec.vus, spec.cpus))
