@@ -49,7 +49,7 @@ def fill_unsupported(row: RunRow, scenario: Scenario, adapter: ToolAdapter) -> N
 def fill_stall(row: RunRow, scenario: Scenario, record: StallRecord | None) -> None:
     """The stall as it happened, and the p99/max a tool timing from intended send times must report:
     at the target rate, or for a closed-model tool at the rate it achieved (what it would have had
-    to send had the stall not held its users back)."""
+    to send had the stall not held its users back), over the tool's own load window (measured_s)."""
     if scenario.stall_ms is None:
         return
     row.stall_ms, row.stall_at_s = scenario.stall_ms, scenario.stall_at_s
