@@ -22,7 +22,9 @@ NUMERIC = ["vus", "rtt_target_ms", "duration_s", "requests", "errors", "rps", "l
            "lat_p50_ms", "lat_p75_ms", "lat_p90_ms", "lat_p95_ms", "lat_p99_ms", "lat_max_ms", "mem_avg_mb",
            "mem_peak_mb", "cpu_avg_pct", "server_requests", "rtt_measured_ms", "lat_added_ms", "measured_s",
            "repeat", "startup_s", "mem_startup_peak_mb", "timing_resolution_ms", "wire_requests", "wire_p50_ms",
-           "wire_p99_ms", "tool_error_p50_ms", "tool_error_p99_ms", "target_cpu_pct", "req_per_cpu_s", "mem_per_vu_kb"]
+           "wire_p99_ms", "tool_error_p50_ms", "tool_error_p99_ms", "target_cpu_pct", "req_per_cpu_s", "mem_per_vu_kb",
+           "rate_target_rps", "rate_achieved_rps", "stall_ms", "stall_at_s", "stall_actual_ms", "expected_p99_ms",
+           "expected_max_ms"]
 LATENCY = ["lat_min_ms", "lat_mean_ms", "lat_p50_ms", "lat_p75_ms", "lat_p90_ms", "lat_p95_ms", "lat_p99_ms",
            "lat_max_ms"]
 # The runner's note for figures it emptied (harness.adapter.BELOW_RESOLUTION).

@@ -21,6 +21,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from analysis.charts import CHARTS, runtime_ratios, spread
 from analysis.load import environment, load_results, scenario_order
+from analysis.stall import EXPLANATION as STALL_EXPLANATION, stall_table, write_stall_chart
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 SUMMARY_METRICS = ["rps", "lat_p50_ms", "lat_p99_ms", "lat_added_ms", "mem_avg_mb", "mem_peak_mb", "cpu_avg_pct"]
@@ -98,6 +99,7 @@ def build(folders: list[Path], out: Path) -> Path:
                  for f in folders],
         charts=charts, missing=missing, summary=summary_table(df),
         ratios=ratios.round(3).to_dict("records"), metrics=SUMMARY_METRICS,
+        stall=stall_table(df), stall_explanation=STALL_EXPLANATION, stall_chart=write_stall_chart(df, out),
     )
     (out / "index.html").write_text(html)
     return out / "index.html"

@@ -20,6 +20,7 @@ class RunSpec:
     duration_s: int
     out_dir: Path     # the run's folder; the same absolute path inside a container
     cpus: int         # cores the generator may use
+    rate_rps: int | None = None  # open model: send at this arrival rate, vus capping connections (issue 13)
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,11 @@ class ToolAdapter(ABC):
     # Set for a tool that cannot be made to work (say why): its runs become failed rows with this
     # reason and list-tools shows it, so it is never dropped silently.
     unavailable: ClassVar[str | None] = None
+    # Open model (issue 13): True when command() honours RunSpec.rate_rps (a constant arrival rate);
+    # rate_model says how in one line (the options, and whether latency counts from the intended
+    # send time), or, when False, why the tool cannot.
+    open_model: ClassVar[bool] = False
+    rate_model: ClassVar[str] = "closed model only: no arrival-rate option"
 
     def variants(self) -> list["ToolAdapter"]:
         """Named variants that appear as separate tools (e.g. locust and locust-http).

@@ -13,7 +13,8 @@ from pathlib import Path
 
 from harness.errors import HarnessError
 
-STATUSES = ("ok", "failed", "timeout")
+# unsupported: a rate scenario and a tool without an open model (the error says so); nothing ran.
+STATUSES = ("ok", "failed", "timeout", "unsupported")
 
 
 @dataclass
@@ -69,6 +70,16 @@ class RunRow:
     target_saturated: bool | None = None # Nginx CPU >= 90% of its cores over the load window
     req_per_cpu_s: float | None = None   # requests / the tool's CPU-seconds in the load window
     mem_per_vu_kb: float | None = None   # (mem_avg - the tool's 1-VU/idle memory) / VUs
+    # Open model and the stall test (issue 13): harness/openmodel.py, harness/stall.py.
+    rate_model: str = ""                 # in a rate scenario: how the tool paced it (its options), or why it cannot
+    rate_target_rps: float | None = None # the arrival rate asked for (empty: closed model)
+    rate_achieved_rps: float | None = None  # requests / the tool's measured window
+    rate_ok: bool | None = None          # achieved >= 95% of the target
+    stall_ms: int | None = None          # the target was frozen (SIGSTOP) this long during the run
+    stall_at_s: float | None = None      # when, in seconds after the tool's launch
+    stall_actual_ms: float | None = None # SIGSTOP to SIGCONT as it happened (empty: the stall did not happen)
+    expected_p99_ms: float | None = None # p99 a tool timing from intended send times must report (stall.py)
+    expected_max_ms: float | None = None
 
 
 COLUMNS = [f.name for f in fields(RunRow)]

@@ -25,7 +25,7 @@ from harness.shaping import ShaperChoice, choose_shaper, measure_rtt, netem_avai
 from harness.runtimes import Runtime, make_runtime
 from harness.scenarios import Scenario
 from harness.target import ensure_allowed
-from harness import preflight
+from harness import openmodel, preflight, stall
 
 console = Console(highlight=False, soft_wrap=True)
 LOCK_FILE = Path(f"/tmp/{PREFIX}.lock")
@@ -140,16 +140,19 @@ def run_one(runtime: Runtime, adapter: ToolAdapter, scenario: Scenario, folder: 
                 console.print(f"   [yellow]warning[/]: measured RTT {row.rtt_measured_ms:.2f} ms misses the "
                               f"target {scenario.rtt_ms} ms by more than max(10%, 0.5 ms); row flagged rtt_ok=false")
             spec = RunSpec(url=target.url, vus=scenario.vus, duration_s=scenario.duration_s,
-                           out_dir=run_dir, cpus=session.cpus)
+                           out_dir=run_dir, cpus=session.cpus, rate_rps=openmodel.rate_for(scenario, adapter))
             argv = adapter.command(spec)
             meta["command"] = argv
             before = target.requests_served()
             grace = grace_s(scenario.duration_s, grace)
-            execution = execute(session, argv, run_dir, scenario.duration_s + grace, adapter.sampled_process)
+            with stall.injected(session.target_pids, scenario.stall_at_s, scenario.stall_ms) as stalled:
+                execution = execute(session, argv, run_dir, scenario.duration_s + grace, adapter.sampled_process)
             # stub_status counts its own request: `after` includes one status request beyond `before`.
             row.server_requests = target.requests_served() - before - 1
             session.save_logs(run_dir)
         meta.update(fill_metrics(row, adapter, spec, execution, grace))
+        openmodel.fill_rate(row, scenario, adapter)
+        openmodel.fill_stall(row, scenario, stalled)
     except HarnessError as exc:
         row.status, row.error = "failed", str(exc)
     except Exception as exc:  # noqa: BLE001 - a bug or crash in one run must not sink the suite
@@ -197,7 +200,7 @@ def _open_folder(plan: Plan) -> tuple[ResultsFolder, set[tuple[str, str]]]:
     folder = ResultsFolder.open(plan.resume, plan.runtime)
     selected = {(s.id, t.name, r) for s, t, r in plan.runs}
     keep = [r for r in folder.rows()
-            if r["status"] == "ok" and not (plan.force and (r["scenario"], r["tool"], int(r["repeat"])) in selected)]
+            if r["status"] in ("ok", "unsupported") and not (plan.force and (r["scenario"], r["tool"], int(r["repeat"])) in selected)]
     folder.rewrite(keep)  # failed/forced rows are redone; their old rows go
     return folder, {(r["scenario"], r["tool"], int(r["repeat"])) for r in keep}
 
@@ -225,6 +228,8 @@ def run_suite(plan: Plan) -> tuple[ResultsFolder, list[RunRow]]:
                 if adapter.unavailable or adapter.name in broken:
                     reason = adapter.unavailable or broken[adapter.name]
                     row = _unrunnable(runtime, adapter, scenario, folder, reason, repeat)
+                elif reason := openmodel.unsupported_reason(scenario, adapter):
+                    row = _unrunnable(runtime, adapter, scenario, folder, reason, repeat, status="unsupported")
                 else:
                     row = run_one(runtime, adapter, scenario, folder, shaper.kind, plan.grace_s,
                                   plan.allow_external_target, repeat)
@@ -240,8 +245,10 @@ def run_suite(plan: Plan) -> tuple[ResultsFolder, list[RunRow]]:
 
 
 def _unrunnable(runtime: Runtime, adapter: ToolAdapter, scenario: Scenario, folder: ResultsFolder,
-                reason: str, repeat: int) -> RunRow:
+                reason: str, repeat: int, status: str = "failed") -> RunRow:
     run_dir, row = _new_row(runtime, adapter, scenario, folder, repeat)
-    row.error = reason
+    row.status, row.error = status, reason
+    if status == "unsupported":
+        openmodel.fill_unsupported(row, scenario, adapter)
     write_meta(run_dir, row, {})
     return row

@@ -6,6 +6,7 @@ what is allowed, in one line.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -16,6 +17,8 @@ MAX_VUS = 100_000
 MAX_DURATION_S = 24 * 3600
 # At or below this RTT the scenario runs on the native hop, with no shaping.
 NATIVE_RTT_MS = 0.5
+MAX_RATE_RPS = 10_000_000
+MAX_STALL_MS = 600_000
 
 
 class Scenario(BaseModel):
@@ -25,13 +28,33 @@ class Scenario(BaseModel):
     vus: int = Field(gt=0, le=MAX_VUS, strict=True)
     rtt_ms: float = Field(gt=0, le=10_000)
     duration_s: int = Field(gt=0, le=MAX_DURATION_S, strict=True)
+    # Open model and the stall test (issue 13): see harness/openmodel.py and harness/stall.py.
+    rate_rps: int | None = Field(default=None, gt=0, le=MAX_RATE_RPS, strict=True)
+    closed_model_tools: Literal["unsupported", "run"] = "unsupported"
+    stall_ms: int | None = Field(default=None, gt=0, le=MAX_STALL_MS, strict=True)
+    stall_at_s: float | None = Field(default=None, ge=0)
+
+    @model_validator(mode="after")
+    def _stall_inside_the_run(self) -> "Scenario":
+        if (self.stall_ms is None) != (self.stall_at_s is None):
+            raise ValueError("stall_ms and stall_at_s go together: give both (e.g. stall_ms: 1000, stall_at_s: 10)")
+        if self.stall_ms is not None and self.stall_at_s + self.stall_ms / 1000 >= self.duration_s:
+            raise ValueError(f"the stall (stall_at_s {self.stall_at_s:g} + stall_ms {self.stall_ms}) must end "
+                             f"before the run does (duration_s {self.duration_s})")
+        if self.closed_model_tools == "run" and self.rate_rps is None:
+            raise ValueError("closed_model_tools only applies to a rate scenario: add rate_rps")
+        return self
 
     @property
     def needs_shaping(self) -> bool:
         return self.rtt_ms > NATIVE_RTT_MS
 
     def with_duration(self, duration_s: int) -> "Scenario":
-        return self.model_copy(update={"duration_s": duration_s})
+        try:
+            return Scenario.model_validate({**self.model_dump(), "duration_s": duration_s})
+        except ValidationError as exc:
+            raise HarnessError(f"--duration {duration_s} does not fit scenario {self.id}: "
+                               f"{_describe(exc, Scenario)}") from None
 
 
 class _Defaults(BaseModel):
@@ -60,7 +83,8 @@ def _describe(err: ValidationError, model: type[BaseModel], prefix: str = "") ->
         return f"{field}: unknown field; allowed: {', '.join(model.model_fields)}"
     got = first.get("input")
     got_text = f" (got {got!r})" if not isinstance(got, (dict, list)) else ""
-    return f"{field or 'file'}: {first['msg']}{got_text}"
+    message = first["msg"].removeprefix("Value error, ")
+    return f"{field or 'file'}: {message}{got_text}"
 
 
 def load_file(path: Path) -> list[Scenario]:

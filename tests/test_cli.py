@@ -14,6 +14,8 @@ CASES = {
     "duration not a number": (["--duration", "ten"], "argument --duration: must be a whole number, got 'ten'"),
     "duration zero": (["--duration", "0"], "argument --duration: must be > 0"),
     "unknown runtime": (["--runtime", "vm"], "invalid choice: 'vm'"),
+    "malformed rate scenario": (["--scenarios", "tests/fixtures/bad-rate.yaml"],
+                                "bad-rate.yaml: scenarios[0].rate_rps: Input should be a valid integer"),
 }
 
 

@@ -53,6 +53,16 @@ BAD_FILES = {
     "negative-rtt": ("scenarios:\n  - {id: a, vus: 2, rtt_ms: -3, duration_s: 5}\n", "scenarios[0].rtt_ms"),
     "missing-duration": ("scenarios:\n  - {id: a, vus: 2, rtt_ms: 1}\n", "scenarios[0].duration_s"),
     "unknown-field": ("scenarios:\n  - {id: a, vus: 2, rtt_ms: 1, duration_s: 5, rps: 9}\n", "scenarios[0].rps"),
+    "text-rate": ("scenarios:\n  - {id: a, vus: 2, rtt_ms: 1, duration_s: 5, rate_rps: fast}\n", "scenarios[0].rate_rps"),
+    "zero-rate": ("scenarios:\n  - {id: a, vus: 2, rtt_ms: 1, duration_s: 5, rate_rps: 0}\n", "scenarios[0].rate_rps"),
+    "stall-without-time": ("scenarios:\n  - {id: a, vus: 2, rtt_ms: 1, duration_s: 5, rate_rps: 9, stall_ms: 500}\n",
+                           "stall_ms and stall_at_s go together"),
+    "stall-past-the-end": ("scenarios:\n  - {id: a, vus: 2, rtt_ms: 1, duration_s: 5, stall_ms: 1000, stall_at_s: 4.5}\n",
+                           "must end before the run does"),
+    "closed-tools-without-rate": ("scenarios:\n  - {id: a, vus: 2, rtt_ms: 1, duration_s: 5, closed_model_tools: run}\n",
+                                  "closed_model_tools only applies to a rate scenario"),
+    "closed-tools-unknown": ("scenarios:\n  - {id: a, vus: 2, rtt_ms: 1, duration_s: 5, rate_rps: 9, closed_model_tools: skip}\n",
+                             "scenarios[0].closed_model_tools"),
     "duplicate-id": ("scenarios:\n  - {id: a, vus: 2, rtt_ms: 1, duration_s: 5}\n"
                      "  - {id: a, vus: 3, rtt_ms: 1, duration_s: 5}\n", "duplicate scenario id"),
 }
@@ -74,3 +84,18 @@ def test_bad_file_gets_one_line_naming_file_and_field(tmp_path: Path, name: str)
 def test_missing_file_says_so(tmp_path: Path):
     with pytest.raises(HarnessError, match="does not exist"):
         load_file(tmp_path / "absent.yaml")
+
+
+OPEN_MODEL = REPO_ROOT / "scenarios" / "open-model.yaml"
+
+
+def test_open_model_has_rate_runs_at_both_rtts_with_and_without_the_stall():
+    scenarios = load_file(OPEN_MODEL)
+    assert {(s.rtt_ms, s.stall_ms) for s in scenarios} == {(0.1, None), (0.1, 1000), (10, None), (10, 1000)}
+    assert {s.rate_rps for s in scenarios} == {1000}
+    assert all(s.closed_model_tools == "run" for s in scenarios if s.stall_ms)
+
+
+def test_a_duration_override_that_cuts_the_stall_is_refused():
+    with pytest.raises(HarnessError, match="does not fit scenario rate1000-rtt0.1-stall1s.*must end before"):
+        select(f"{OPEN_MODEL}:rate1000-rtt0.1-stall1s", duration_override=5)

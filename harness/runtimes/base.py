@@ -43,6 +43,10 @@ class Session(ABC):
     def save_logs(self, run_dir: Path) -> None:
         """Keep the target's log next to the run (where the runtime has one)."""
 
+    def target_pids(self) -> set[int]:
+        """The target's processes (host pids), frozen by the stall test (harness/stall.py)."""
+        raise NotImplementedError(f"{type(self).__name__} cannot find the target's processes")
+
 
 class Runtime(AbstractContextManager, ABC):
     """Entered once per suite; ``session`` is entered once per run."""

@@ -107,6 +107,9 @@ class DockerSession(Session):
         result = run(["docker", "exec", self.generator_id, *adapter.version_command], check=False, timeout=60)
         return adapter.parse_version(result.stdout + result.stderr)
 
+    def target_pids(self) -> set[int]:
+        return container_pids(self.target_id)
+
     def save_logs(self, run_dir: Path) -> None:
         logs = run(["docker", "logs", self.target_id], check=False)
         (run_dir / "target.log").write_text(logs.stdout + logs.stderr)

@@ -50,8 +50,9 @@ def remove_namespace() -> None:
 
 
 class HostSession(Session):
-    def __init__(self, target: Target):
+    def __init__(self, target: Target, nginx_pid: int):
         self.target = target
+        self.nginx_pid = nginx_pid
         self.cpus = os.cpu_count() or 1
         self.generator_netns = []
         self.target_netns = self.shape_netns = ["ip", "netns", "exec", NETNS]
@@ -65,6 +66,9 @@ class HostSession(Session):
 
     def version(self, adapter: ToolAdapter) -> str:
         return host_version(adapter)
+
+    def target_pids(self) -> set[int]:
+        return process_tree(self.nginx_pid)   # `ip netns exec` execs nginx: master and workers
 
 
 class HostRuntime(Runtime):
@@ -167,7 +171,7 @@ class HostRuntime(Runtime):
     def session(self, adapter: ToolAdapter) -> Iterator[Session]:
         if self._nginx is None or self._nginx.poll() is not None:
             raise HarnessError("host runtime: nginx is not running; see nginx.log in the results folder")
-        yield HostSession(self.target)
+        yield HostSession(self.target, self._nginx.pid)
 
     def describe(self) -> dict:
         nginx = run(["nginx", "-v"], check=False)

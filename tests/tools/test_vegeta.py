@@ -50,12 +50,17 @@ def test_command_is_a_closed_model_with_vus_workers_and_connections(tmp_path):
     spec = RunSpec(url="http://198.18.0.2:80/style.css", vus=20, duration_s=5, out_dir=tmp_path, cpus=2)
     argv = ADAPTER.command(spec)
     assert argv[:2] == ["sh", "-c"]
-    assert argv[3:] == ["vegeta", "http://198.18.0.2:80/style.css", "20", "5", str(tmp_path)]
+    assert argv[3:] == ["vegeta", "http://198.18.0.2:80/style.css", "20", "5", str(tmp_path), "0"]
     script = argv[2]
-    for flag in ('-rate=0', '-workers="$2"', '-max-workers="$2"', '-max-connections="$2"', '-duration="$3s"',
+    for flag in ('-rate="$5"', '-workers="$2"', '-max-workers="$2"', '-max-connections="$2"', '-duration="$3s"',
                  "-max-body=0", "report -type=json", "encode -to csv", "cut -d, -f1-3"):
         assert flag in script, flag
     assert script.index(" attack ") < script.index(" report ") < script.index(" encode ") < script.index("rm -f")
+
+
+def test_a_rate_run_passes_the_rate_and_keeps_vus_as_the_cap(tmp_path):
+    spec = RunSpec(url="http://198.18.0.2:80/style.css", vus=20, duration_s=5, out_dir=tmp_path, cpus=2, rate_rps=1000)
+    assert ADAPTER.command(spec)[3:] == ["vegeta", "http://198.18.0.2:80/style.css", "20", "5", str(tmp_path), "1000"]
 
 
 def test_version_is_read_from_vegeta_version_output():

@@ -25,6 +25,8 @@ class ApacheBench(ToolAdapter):
     concurrency_model = "-c VUs keep-alive connections (-k), one thread; -t duration with a huge -n"
     timing_resolution_ms = 0.001  # ab -e CSV: ms with 3 decimals (ab times requests in us)
 
+    rate_model = 'closed model only: -c concurrent requests, ab has no rate option'
+
     def command(self, spec: RunSpec) -> list[str]:
         # -n must follow -t: -t resets the request count to 50000.
         return [

@@ -27,16 +27,25 @@ class Artillery(ToolAdapter):
                          "connection until a deadline D s after the first request (loop/whileTrue)")
     timing_resolution_ms = 1  # whole ms (Date.now)
 
+    open_model = True
+    rate_model = ("one phase with arrivalRate = rate and maxVusers = VUs (rate.yml): each arrival a new user with one GET "
+                  "on a new connection, latency counts from the actual send")
+
     def command(self, spec: RunSpec) -> list[str]:
         url = urlsplit(spec.url)
         path = (url.path or "/") + (f"?{url.query}" if url.query else "")
         overrides = {"config": {"phases": [{"name": "arrive", "duration": 1, "arrivalCount": spec.vus}]}}
+        script = "scenario.yml"
+        if spec.rate_rps:
+            overrides = {"config": {"phases": [{"name": "rate", "duration": spec.duration_s,
+                                                "arrivalRate": spec.rate_rps, "maxVusers": spec.vus}]}}
+            script = "rate.yml"
         variables = {"lth_path": path, "lth_duration_s": spec.duration_s}
         return [
             NODE, "-r", str(self.folder / "no-telemetry.js"), ARTILLERY, "run",
             "--target", f"{url.scheme}://{url.netloc}",
             "--overrides", json.dumps(overrides), "--variables", json.dumps(variables),
-            "--output", str(spec.out_dir / REPORT), str(self.folder / "scenario.yml"),
+            "--output", str(spec.out_dir / REPORT), str(self.folder / script),
         ]
 
     def parse(self, output: ToolOutput) -> Metrics:

@@ -37,10 +37,18 @@ class Autocannon(ToolAdapter):
     concurrency_model = "-c VUs keep-alive connections, no pipelining (-p 1), one Node.js process and thread"
     timing_resolution_ms = 1  # whole ms, floored into its HDR histogram
 
+    open_model = True
+    # autocannon's lib/run.js: with a rate, each response goes into its histogram through
+    # recordValueWithExpectedInterval(latency, ceil(1 / rate)), i.e. an expected interval of 1 ms.
+    rate_model = ("-R <rate> (overall, over the -c VUs connections); with a rate autocannon back-fills its histogram "
+                  "for coordinated omission (HdrHistogram recordValueWithExpectedInterval, expected interval "
+                  "ceil(1/rate) = 1 ms): samples outnumber requests and every latency above 1 ms is inflated")
+
     def command(self, spec: RunSpec) -> list[str]:
+        rate = ["-R", str(spec.rate_rps)] if spec.rate_rps else []
         return [
             NODE, AUTOCANNON, "--json", "--no-progress",
-            "-c", str(spec.vus), "-p", "1", "-d", str(spec.duration_s), "-t", "10", spec.url,
+            "-c", str(spec.vus), "-p", "1", "-d", str(spec.duration_s), "-t", "10", *rate, spec.url,
         ]
 
     def parse(self, output: ToolOutput) -> Metrics:

@@ -12,10 +12,14 @@ class Bombardier(ToolAdapter):
     concurrency_model = "-c VUs keep-alive connections (fasthttp client), one goroutine each, -d duration"
     timing_resolution_ms = 0.001  # its latency histogram is in us
 
+    open_model = True
+    rate_model = "-r <rate> (bombardier's rate limiter over the -c VUs connections), latency counts from the actual send"
+
     def command(self, spec: RunSpec) -> list[str]:
+        rate = ["-r", str(spec.rate_rps)] if spec.rate_rps else []
         # -p r: print only the result (no progress bar); -l: latency percentiles in the JSON.
         # -t 10s: the default 2 s timeout would turn slow responses into errors (wrk uses 10 s too).
-        return [BIN, "-c", str(spec.vus), "-d", f"{spec.duration_s}s", "-t", "10s",
+        return [BIN, "-c", str(spec.vus), "-d", f"{spec.duration_s}s", "-t", "10s", *rate,
                 "-o", "json", "-p", "r", "-l", spec.url]
 
     def parse(self, output: ToolOutput) -> Metrics:

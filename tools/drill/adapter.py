@@ -58,6 +58,8 @@ class Drill(ToolAdapter):
     timing_resolution_ms = 0.001  # --stats --nanosec: an HdrHistogram of us (2 significant digits)
     sampled_process = "drill"     # not run.sh's bash, awk or `timeout`
 
+    rate_model = 'closed model only: concurrency users iterating the plan, drill has no arrival-rate option'
+
     def command(self, spec: RunSpec) -> list[str]:
         url = urlsplit(spec.url)
         base = f"{url.scheme}://{url.netloc}"

@@ -38,6 +38,8 @@ class Gatling(ToolAdapter):
     concurrency_model = "atOnceUsers(VUs), each looping one GET during(duration) over its own keep-alive connection"
     timing_resolution_ms = 1  # simulation.log holds whole-ms timestamps
 
+    rate_model = 'supports an open model (constantUsersPerSec injection, or throttle); not wired in this harness yet'
+
     def command(self, spec: RunSpec) -> list[str]:
         return [
             "java", *JVM, *OFFLINE,

@@ -19,6 +19,8 @@ class Grinder(ToolAdapter):
                          "GETs on its own keep-alive connection until the duration has passed since its start")
     timing_resolution_ms = 1  # 'Test time' in whole ms
 
+    rate_model = 'closed model only: worker threads loop the test; The Grinder has no arrival-rate option'
+
     def command(self, spec: RunSpec) -> list[str]:
         return [
             # wrap/ first: the logback-worker.xml there replaces Grinder's own (no per-request INFO line).

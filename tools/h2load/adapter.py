@@ -35,6 +35,8 @@ class H2load(ToolAdapter):
     concurrency_model = "-c VUs HTTP/1.1 keep-alive connections (--h1, no pipelining), -t min(VUs, cores) threads"
     timing_resolution_ms = 0.001  # --log-file durations in us
 
+    rate_model = "closed model only: h2load's -r/--rate starts CONNECTIONS per second (each then runs closed-loop), not requests"
+
     def command(self, spec: RunSpec) -> list[str]:
         threads = max(1, min(spec.vus, spec.cpus))
         # -D: timing-based run of exactly the duration (no --warm-up-time: it would add a phase).

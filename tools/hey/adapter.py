@@ -33,9 +33,14 @@ class Hey(ToolAdapter):
                          "(idle pool capped at min(VUs, 500)), -z duration")
     timing_resolution_ms = 0.1  # its summary prints seconds with 4 decimals
 
+    open_model = True
+    rate_model = ("-q <rate / VUs>: hey's -q is PER WORKER (each of the -c VUs workers is throttled on its own "
+                  "ticker), latency counts from the actual send")
+
     def command(self, spec: RunSpec) -> list[str]:
+        rate = ["-q", f"{spec.rate_rps / spec.vus:g}"] if spec.rate_rps else []
         # -t 10: the same 10 s timeout as wrk (hey's default is 20 s).
-        return [BIN, "-z", f"{spec.duration_s}s", "-c", str(spec.vus), "-t", "10", spec.url]
+        return [BIN, "-z", f"{spec.duration_s}s", "-c", str(spec.vus), *rate, "-t", "10", spec.url]
 
     def parse(self, output: ToolOutput) -> Metrics:
         text = output.stdout

@@ -30,6 +30,10 @@ class JMeter(ToolAdapter):
                          "scheduler duration, loops forever")
     timing_resolution_ms = 1  # JTL 'elapsed' in whole ms
 
+    open_model = True
+    rate_model = ("Precise Throughput Timer (plan-rate.jmx): rate samples/s in total, Poisson arrivals, over VUs threads; "
+                  "a sample due while every thread is busy waits, latency counts from the actual send")
+
     def command(self, spec: RunSpec) -> list[str]:
         url = urlsplit(spec.url)
         port = url.port or (443 if url.scheme == "https" else 80)
@@ -38,7 +42,8 @@ class JMeter(ToolAdapter):
             path += "?" + url.query
         return [
             "java", *JVM, "-jar", f"{HOME}/bin/ApacheJMeter.jar",
-            "-n", "-f", "-t", str(self.folder / "plan.jmx"),
+            "-n", "-f", "-t", str(self.folder / ("plan-rate.jmx" if spec.rate_rps else "plan.jmx")),
+            *([f"-Jrate={spec.rate_rps}"] if spec.rate_rps else []),
             "-l", str(spec.out_dir / JTL), "-j", str(spec.out_dir / LOG),
             f"-Jthreads={spec.vus}", f"-Jduration={spec.duration_s}", f"-Jrampup={RAMP_UP_S}",
             f"-Jprotocol={url.scheme}", f"-Jhost={url.hostname}", f"-Jport={port}", f"-Jpath={path}",

@@ -19,12 +19,21 @@ class K6(ToolAdapter):
     concurrency_model = "--vus VUs looping one GET without sleep (one keep-alive connection each), --duration"
     timing_resolution_ms = 0.000001  # float ms from Go durations (ns)
 
+    open_model = True
+    rate_model = ("constant-arrival-rate executor (rate.js), preAllocatedVUs = maxVUs = VUs; an iteration due "
+                  "with no free VU is dropped (dropped_iterations), latency counts from the actual send")
+
     def command(self, spec: RunSpec) -> list[str]:
+        if spec.rate_rps:
+            load = ["-e", f"LTH_RATE={spec.rate_rps}", "-e", f"LTH_VUS={spec.vus}", "-e", f"LTH_DURATION={spec.duration_s}"]
+            script = "rate.js"
+        else:
+            load, script = ["--vus", str(spec.vus), "--duration", f"{spec.duration_s}s"], "script.js"
         return [
-            BIN, "run", "--vus", str(spec.vus), "--duration", f"{spec.duration_s}s",
+            BIN, "run", *load,
             "--summary-export", str(spec.out_dir / SUMMARY), "--summary-trend-stats", TREND_STATS,
             "--no-usage-report", "--quiet", "--no-color", "-e", f"LTH_URL={spec.url}",
-            str(self.folder / "script.js"),
+            str(self.folder / script),
         ]
 
     def parse(self, output: ToolOutput) -> Metrics:
@@ -48,8 +57,10 @@ class K6(ToolAdapter):
         load_start_s = None
         if mark and output.launched_at:
             load_start_s = int(mark.group(1)) / 1000 - output.launched_at
+        dropped = int(metrics.get("dropped_iterations", {}).get("count", 0))
+        notes = [f"k6 dropped {dropped} iterations (due with no free VU: never sent, not in the latencies)"] if dropped else []
         return Metrics(
-            requests=requests, errors=errors, rps=rate, measured_s=measured_s, load_start_s=load_start_s,
+            requests=requests, errors=errors, rps=rate, measured_s=measured_s, load_start_s=load_start_s, notes=notes,
             **lat,
             source=("k6's own end-of-test summary (--summary-export): http_req_duration trend (every sample kept, "
                     "k6's interpolated percentiles; excludes connection set-up), http_reqs count and rate "

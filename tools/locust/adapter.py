@@ -50,6 +50,10 @@ class Locust(ToolAdapter):
                    "worker process per core (--processes -1) plus a master"),
         ]
 
+    open_model = True
+    rate_model = ("wait_time = constant_throughput(rate / VUs) per user (the *PacedUser classes): pacing of -u VUs "
+                  "users, a late task starts at once without catching up, latency counts from the actual send")
+
     def command(self, spec: RunSpec) -> list[str]:
         url = urlsplit(spec.url)
         path = url.path or "/"
@@ -66,6 +70,8 @@ class Locust(ToolAdapter):
         ]
         if self.processes is not None:
             argv += ["--processes", str(self.processes)]
+        if spec.rate_rps:
+            return [*argv, "--lth-user-rate", f"{spec.rate_rps / spec.vus:g}", self.user_class.replace("User", "PacedUser")]
         return [*argv, self.user_class]
 
     def parse(self, output: ToolOutput) -> Metrics:

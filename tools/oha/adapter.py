@@ -20,8 +20,13 @@ class Oha(ToolAdapter):
     concurrency_model = "-c VUs keep-alive connections, -z duration, tokio worker threads = cores (oha's default)"
     timing_resolution_ms = 0.000001  # float seconds from Rust Durations (ns)
 
+    open_model = True
+    rate_model = ("-q <rate> --latency-correction (latency counts from each request's intended send time), "
+                  "-c VUs connections")
+
     def command(self, spec: RunSpec) -> list[str]:
-        return [OHA, "--no-tui", "-c", str(spec.vus), "-z", f"{spec.duration_s}s",
+        rate = ["-q", str(spec.rate_rps), "--latency-correction"] if spec.rate_rps else []
+        return [OHA, "--no-tui", "-c", str(spec.vus), "-z", f"{spec.duration_s}s", *rate,
                 "--output-format", "json", "-o", str(spec.out_dir / REPORT), spec.url]
 
     def parse(self, output: ToolOutput) -> Metrics:

@@ -45,6 +45,8 @@ class Siege(ToolAdapter):
     # siege reports mean, shortest and longest response time only.
     reports_percentiles = False
 
+    rate_model = 'closed model only: -d is a random think time per user, not an arrival rate'
+
     def command(self, spec: RunSpec) -> list[str]:
         return [
             "siege", "-R", str(self.folder / SIEGERC), "-b", "-j",

@@ -89,6 +89,8 @@ class Tsung(ToolAdapter):
                          "the duration has passed since its own start")
     timing_resolution_ms = 0.001  # ms with 3 decimals in its JSON statistics
 
+    rate_model = 'supports an open model (arrival phases, each arrival a new user session); not wired in this harness yet'
+
     def command(self, spec: RunSpec) -> list[str]:
         url = urlsplit(spec.url)
         path = (url.path or "/") + (f"?{url.query}" if url.query else "")

@@ -81,6 +81,11 @@ class Wrk(ToolAdapter):
     timing_resolution_ms = 0.001  # its histogram is in us
     co_corrected = False          # the harness undoes wrk's correction (see the module's doc)
 
+    # wrk.c corrects its latency histogram after the run (stats_correct with the mean interval per
+    # connection), so a closed-loop wrk still shows a stall in its percentiles.
+    rate_model = ("closed model only: wrk has no rate option (wrk2's -R adds one; wrk2 is not in this lineup); "
+                  "wrk back-fills its histogram for coordinated omission after the run (stats_correct)")
+
     def command(self, spec: RunSpec) -> list[str]:
         threads = max(1, min(spec.vus, spec.cpus))
         return [
