@@ -1,0 +1,179 @@
+"""Wire latency from a pcap file (pure Python, classic pcap format as tcpdump writes it).
+
+HTTP/1.1 keep-alive without pipelining: on each TCP connection a request is a run of
+client->server payload packets and its response the run of server->client payload packets before
+the next request (or the end of the capture: a response still arriving after the client's FIN
+counts, as the server counted that request). Wire latency = the request's first packet (as it
+leaves) to the response's last packet (as it arrives), both stamped where the capture was taken.
+Payload sizes come from the IP and TCP headers, so a header-only snap length is enough.
+"""
+from __future__ import annotations
+
+import mmap
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+
+MAGIC_US, MAGIC_NS = 0xA1B2C3D4, 0xA1B23C4D
+LINKTYPE_ETHERNET, LINKTYPE_LINUX_SLL = 1, 113
+ETHERTYPE_IPV4, PROTO_TCP = 0x0800, 6
+TCP_SYN, TCP_ACK = 0x02, 0x10
+
+
+@dataclass(frozen=True)
+class Segment:
+    ts_ns: int
+    client: tuple[bytes, int]   # the side that is not the server port
+    to_server: bool
+    flags: int
+    payload: int
+
+
+@dataclass
+class _Connection:
+    request_at: int | None = None   # first byte of the request in progress
+    response_end: int | None = None # last response packet so far (None: no response yet)
+    seen_data: bool = False         # a SYN after data is a new connection on a reused port
+
+
+@dataclass
+class WireSummary:
+    pairs: int                       # request/response pairs
+    connections: int
+    unanswered: int                  # requests with no response packet before the capture ended
+    unsolicited: int                 # server payload runs with no request before them
+    packets: int                     # TCP packets of the server port read from the file
+    short: int                       # IPv4 packets captured too short to read their TCP header
+    first_ns: int | None
+    last_ns: int | None
+    latencies_ms: np.ndarray = field(repr=False)
+
+    def percentile(self, q: float) -> float | None:
+        return float(np.percentile(self.latencies_ms, q)) if self.pairs else None
+
+    def describe(self) -> dict:
+        span = (self.last_ns - self.first_ns) / 1e9 if self.first_ns is not None and self.last_ns is not None else None
+        return {"pairs": self.pairs, "connections": self.connections, "unanswered": self.unanswered,
+                "unsolicited": self.unsolicited, "packets": self.packets, "short": self.short, "span_s": span,
+                "p50_ms": self.percentile(50), "p99_ms": self.percentile(99),
+                "min_ms": float(self.latencies_ms.min()) if self.pairs else None,
+                "max_ms": float(self.latencies_ms.max()) if self.pairs else None}
+
+
+def _records(data: bytes | mmap.mmap) -> Iterator[tuple[int, int, int]]:
+    """(timestamp ns, offset of the link-layer frame, captured length) per packet."""
+    if len(data) < 24:
+        raise ValueError("not a pcap file: shorter than its 24-byte header")
+    for order in "<>":
+        magic, = struct.unpack_from(order + "I", data, 0)
+        if magic in (MAGIC_US, MAGIC_NS):
+            break
+    else:
+        raise ValueError(f"not a classic pcap file (magic {data[:4].hex()}); pcapng is not supported")
+    scale = 1 if magic == MAGIC_NS else 1000
+    record = struct.Struct(order + "IIII")
+    offset, end = 24, len(data)
+    while offset + 16 <= end:
+        seconds, fraction, captured, _ = record.unpack_from(data, offset)
+        offset += 16
+        if offset + captured > end:
+            break                      # cut short (a killed capture): the partial packet is dropped
+        yield seconds * 1_000_000_000 + fraction * scale, offset, captured
+        offset += captured
+
+
+def link_type(data: bytes | mmap.mmap) -> int:
+    order = "<" if struct.unpack_from("<I", data, 0)[0] in (MAGIC_US, MAGIC_NS) else ">"
+    return struct.unpack_from(order + "I", data, 20)[0]
+
+
+def segments(data: bytes | mmap.mmap, server_port: int) -> Iterator[Segment | None]:
+    """The TCP segments to or from ``server_port`` (IPv4), oldest first as captured; None for an
+    IPv4 packet captured too short to read its TCP header."""
+    link = link_type(data)
+    if link == LINKTYPE_ETHERNET:
+        header, ethertype_at = 14, 12
+    elif link == LINKTYPE_LINUX_SLL:
+        header, ethertype_at = 16, 14
+    else:
+        raise ValueError(f"unsupported link type {link} (Ethernet and Linux cooked are)")
+    ports = struct.Struct("!HH")
+    for ts_ns, frame, captured in _records(data):
+        if captured < header + 20 or struct.unpack_from("!H", data, frame + ethertype_at)[0] != ETHERTYPE_IPV4:
+            continue
+        ip = frame + header
+        ihl = (data[ip] & 0x0F) * 4
+        if data[ip + 9] != PROTO_TCP:
+            continue
+        if captured < header + ihl + 14:
+            yield None
+            continue
+        total, = struct.unpack_from("!H", data, ip + 2)
+        tcp = ip + ihl
+        source_port, dest_port = ports.unpack_from(data, tcp)
+        payload = total - ihl - (data[tcp + 12] >> 4) * 4
+        if dest_port == server_port:
+            yield Segment(ts_ns, (bytes(data[ip + 12:ip + 16]), source_port), True, data[tcp + 13], payload)
+        elif source_port == server_port:
+            yield Segment(ts_ns, (bytes(data[ip + 16:ip + 20]), dest_port), False, data[tcp + 13], payload)
+
+
+class _Pairer:
+    def __init__(self) -> None:
+        self.open: dict[tuple[bytes, int], _Connection] = {}
+        self.latencies: list[int] = []
+        self.connections = self.unanswered = self.unsolicited = 0
+
+    def _close(self, conn: _Connection) -> None:
+        if conn.request_at is not None:
+            if conn.response_end is None:
+                self.unanswered += 1
+            else:
+                self.latencies.append(conn.response_end - conn.request_at)
+        conn.request_at = conn.response_end = None
+
+    def feed(self, seg: Segment) -> None:
+        conn = self.open.get(seg.client)
+        opening = seg.to_server and seg.flags & (TCP_SYN | TCP_ACK) == TCP_SYN
+        if conn is None or (opening and conn.seen_data):
+            if conn is not None:
+                self._close(conn)        # the client reused the port: a new connection
+            conn = self.open[seg.client] = _Connection()
+            self.connections += 1
+        if seg.payload > 0 and seg.to_server:
+            if conn.response_end is not None or conn.request_at is None:   # a new request
+                self._close(conn)
+                conn.request_at = seg.ts_ns
+        elif seg.payload > 0:
+            if conn.request_at is None:
+                self.unsolicited += 1
+            else:
+                conn.response_end = seg.ts_ns
+        conn.seen_data = conn.seen_data or seg.payload > 0
+
+    def finish(self) -> None:
+        for conn in self.open.values():
+            self._close(conn)
+
+
+def summarise(path: Path, server_port: int) -> WireSummary:
+    """Pair every request with its response in ``path``; latencies in ms."""
+    pairer, packets, short, first, last = _Pairer(), 0, 0, None, None
+    if path.stat().st_size < 24:
+        raise ValueError(f"{path.name} is empty: the capture wrote no pcap header")
+    with path.open("rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        for seg in segments(data, server_port):
+            if seg is None:
+                short += 1
+                continue
+            pairer.feed(seg)
+            packets += 1
+            first = seg.ts_ns if first is None else first
+            last = seg.ts_ns
+    pairer.finish()
+    latencies = np.array(pairer.latencies, dtype=np.int64) / 1e6
+    return WireSummary(len(latencies), pairer.connections, pairer.unanswered, pairer.unsolicited, packets,
+                       short, first, last, latencies)
