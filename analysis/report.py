@@ -23,6 +23,9 @@ from analysis.charts import CHARTS, runtime_ratios, spread
 from analysis.load import environment, load_results, scenario_order
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
+NO_CHART = {"docker_vs_host": "these results hold no run of the same tool and scenario in both runtimes",
+            "added_latency": "no run was captured (--capture, Make CAPTURE=1)",
+            "latency_accuracy": "no run was captured (--capture, Make CAPTURE=1)"}
 SUMMARY_METRICS = ["rps", "lat_p50_ms", "lat_p99_ms", "lat_added_ms", "mem_avg_mb", "mem_peak_mb", "cpu_avg_pct"]
 
 
@@ -77,8 +80,7 @@ def build(folders: list[Path], out: Path) -> Path:
     for name, (caption, draw) in CHARTS.items():
         figure = draw(df) if len(df[df["status"] == "ok"]) else None
         if figure is None:
-            missing.append((caption, "these results hold no run of the same tool and scenario in both runtimes"
-                            if name == "docker_vs_host" else "no successful run"))
+            missing.append((caption, NO_CHART.get(name, "no successful run")))
             continue
         for ext in ("png", "svg"):
             figure.savefig(out / f"{name}.{ext}", dpi=110)
