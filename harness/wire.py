@@ -63,17 +63,20 @@ class WireSummary:
                 "max_ms": float(self.latencies_ms.max()) if self.pairs else None}
 
 
-def _records(data: bytes | mmap.mmap) -> Iterator[tuple[int, int, int]]:
-    """(timestamp ns, offset of the link-layer frame, captured length) per packet."""
+def _header(data: bytes | mmap.mmap) -> tuple[str, int, int]:
+    """The file's byte order, nanoseconds per timestamp fraction unit, and link type."""
     if len(data) < 24:
         raise ValueError("not a pcap file: shorter than its 24-byte header")
     for order in "<>":
         magic, = struct.unpack_from(order + "I", data, 0)
         if magic in (MAGIC_US, MAGIC_NS):
-            break
-    else:
-        raise ValueError(f"not a classic pcap file (magic {data[:4].hex()}); pcapng is not supported")
-    scale = 1 if magic == MAGIC_NS else 1000
+            return order, 1 if magic == MAGIC_NS else 1000, struct.unpack_from(order + "I", data, 20)[0]
+    raise ValueError(f"not a classic pcap file (magic {bytes(data[:4]).hex()}); pcapng is not supported")
+
+
+def _records(data: bytes | mmap.mmap) -> Iterator[tuple[int, int, int]]:
+    """(timestamp ns, offset of the link-layer frame, captured length) per packet."""
+    order, scale, _ = _header(data)
     record = struct.Struct(order + "IIII")
     offset, end = 24, len(data)
     while offset + 16 <= end:
@@ -85,15 +88,10 @@ def _records(data: bytes | mmap.mmap) -> Iterator[tuple[int, int, int]]:
         offset += captured
 
 
-def link_type(data: bytes | mmap.mmap) -> int:
-    order = "<" if struct.unpack_from("<I", data, 0)[0] in (MAGIC_US, MAGIC_NS) else ">"
-    return struct.unpack_from(order + "I", data, 20)[0]
-
-
 def segments(data: bytes | mmap.mmap, server_port: int) -> Iterator[Segment | None]:
     """The TCP segments to or from ``server_port`` (IPv4), oldest first as captured; None for an
     IPv4 packet captured too short to read its TCP header."""
-    link = link_type(data)
+    link = _header(data)[2]
     if link == LINKTYPE_ETHERNET:
         header, ethertype_at = 14, 12
     elif link == LINKTYPE_LINUX_SLL:
