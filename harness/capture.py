@@ -24,13 +24,13 @@ from harness.cleanup import signals_deferred
 from harness.results import RunRow
 from harness.runtimes.base import Session
 from harness.target import Target
-from harness.wire import summarise
+from harness.wire import FIXED_SNAPLEN, summarise
 
 TCPDUMP = "tcpdump"
 PCAP_NAME, LOG_NAME = f"{PREFIX}-capture.pcap", "capture.log"   # clean-state finds tcpdump by the name
 # Ethernet 14 + IPv4 20 + TCP's first 14 bytes (ports, data offset, flags) is all the parser reads;
 # the rest of the TCP header is kept for a human reading the pcap. 80 B per packet on disk.
-SNAPLEN = 64
+SNAPLEN = FIXED_SNAPLEN   # the layout harness/wire.py parses with numpy
 # Measured: 2.0 packets per request/response pair (pure ACKs filtered out), so the cap is
 # about 1.6 GB of disk and 10M pairs (a 300 s run at 33k RPS).
 MAX_PACKETS = 20_000_000

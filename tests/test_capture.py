@@ -10,12 +10,13 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from conftest import FIXTURES, REPO, harness, require_root_tools
 from harness.capture import MAX_PACKETS, Capture
 from harness.results import RunRow
-from harness.wire import summarise
+from harness.wire import _summarise_fixed, _summarise_packets, summarise
 from test_zz_leftovers import test_no_namespace_veth_proxy_container_or_network_is_left_behind as assert_no_leftovers
 
 # `python -m harness run --runtime host --tools ab --scenarios vu2-rtt10 (2 VUs, 10 ms, 2 s) --keep-pcap`:
@@ -40,6 +41,15 @@ def test_the_fixture_parses_to_the_pairs_that_made_it():
     assert f"{summary.packets} packets captured" in (AB / "capture.log").read_text()
     assert summary.latencies_ms.min() >= 10.0                     # Toxiproxy delays every response 10 ms
     assert 10.0 < summary.percentile(50) <= row["lat_p50_ms"]     # ab times from its side of the stack
+
+
+def test_the_numpy_path_pairs_exactly_as_the_packet_path():
+    with (AB / "capture.pcap").open("rb") as handle:
+        data = handle.read()
+    fast, reference = _summarise_fixed(data, 8080), _summarise_packets(data, 8080)
+    assert fast is not None                                           # the fixture is the common layout
+    assert fast.describe() == reference.describe()
+    assert (np.sort(fast.latencies_ms) == np.sort(reference.latencies_ms)).all()
 
 
 def test_a_pcap_cut_short_keeps_the_whole_packets(tmp_path):
