@@ -180,7 +180,9 @@ def _summarise(row: RunRow) -> None:
     if row.status == "ok":
         console.print(f"   ok: {row.rps:,.0f} rps, p50 {_ms(row.lat_p50_ms)} ms (RTT {row.rtt_measured_ms:.2f} ms, "
                       f"{row.shaper}), server counted {row.server_requests:,} of {row.requests:,}, "
-                      f"mem {row.mem_avg_mb or 0:.1f} MiB")
+                      f"mem {row.mem_avg_mb or 0:.1f} MiB"
+                      + (f", wire: {row.wire_requests:,} requests, p50 {_ms(row.wire_p50_ms)} ms"
+                         if row.wire_requests is not None else ""))
     else:
         console.print(f"   [red]{row.status}[/]: {row.error}")
 

@@ -16,6 +16,7 @@ import pytest
 from conftest import FIXTURES, REPO, harness, require_root_tools
 from harness.capture import MAX_PACKETS, Capture
 from harness.results import RunRow
+from harness.runtimes.docker import docker_available
 from harness.wire import _summarise_fixed, _summarise_packets, summarise
 from test_zz_leftovers import test_no_namespace_veth_proxy_container_or_network_is_left_behind as assert_no_leftovers
 
@@ -105,9 +106,12 @@ def test_no_capture_asked_for_leaves_everything_empty():
 
 
 @pytest.mark.e2e
-def test_wrk_capture_on_the_host_matches_nginx(tmp_path):
+@pytest.mark.parametrize("runtime", ["host", "docker"])
+def test_wrk_capture_matches_nginx(tmp_path, runtime):
     require_root_tools("ip", "nginx", "wrk", "tcpdump")
-    result = harness("run", "--runtime", "host", "--tools", "wrk", "--scenarios", QUICK, "--duration", "3",
+    if runtime == "docker" and docker_available() is None:
+        pytest.fail("no Docker daemon answers: `make test` starts one (scripts/deps.sh)")
+    result = harness("run", "--runtime", runtime, "--tools", "wrk", "--scenarios", QUICK, "--duration", "3",
                      "--capture", "--results-root", str(tmp_path))
     assert result.returncode == 0, result.stdout + result.stderr
     (row,) = rows_of(tmp_path)
@@ -118,7 +122,8 @@ def test_wrk_capture_on_the_host_matches_nginx(tmp_path):
     assert row["lat_added_ms"] == row["tool_error_p50_ms"]
     run_dir = tmp_path / "latest" / row["run_dir"]
     wire_meta = json.loads((run_dir / "meta.json").read_text())["wire"]
-    assert wire_meta["device"] == "lth-veth0" and wire_meta["dropped_by_kernel"] == 0
+    assert wire_meta["device"] == ("lth-veth0" if runtime == "host" else "eth0")
+    assert wire_meta["dropped_by_kernel"] == 0 and wire_meta["captured"] == wire_meta["packets"]
     assert not (run_dir / "lth-capture.pcap").exists()
     assert_no_leftovers()
 
