@@ -105,6 +105,8 @@ class Capture:
             return {}
         if self.skipped or self.pcap is None:
             reason = self.skipped or "the run ended before the tool started"
+            if self.pcap is not None and not self.keep_pcap:
+                self.pcap.unlink(missing_ok=True)
             _note(row, f"no wire capture: {reason}")
             return {"skipped": reason}
         try:
