@@ -94,8 +94,8 @@ class Capture:
         deadline = time.monotonic() + READY_TIMEOUT_S
         while "listening on" not in log.read_text(errors="replace"):
             if proc.poll() is not None or time.monotonic() > deadline:
-                last = (log.read_text(errors="replace").strip().splitlines() or ["no output"])[-1]
-                self.skipped = f"tcpdump did not start: {last[:200]}"
+                said = " ".join(log.read_text(errors="replace").split()) or "no output"
+                self.skipped = f"tcpdump did not start: {said[:200]}"
                 return
             time.sleep(0.05)
 

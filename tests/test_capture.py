@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -17,6 +18,7 @@ from conftest import FIXTURES, REPO, harness, require_root_tools
 from harness.capture import MAX_PACKETS, Capture
 from harness.results import RunRow
 from harness.runtimes.docker import docker_available
+from harness.target import Target
 from harness.wire import _summarise_fixed, _summarise_packets, summarise
 from test_zz_leftovers import test_no_namespace_veth_proxy_container_or_network_is_left_behind as assert_no_leftovers
 
@@ -168,3 +170,14 @@ def test_ctrl_c_during_a_capture_leaves_no_tcpdump(tmp_path):
     assert proc.returncode == 130, output
     assert subprocess.run(["pgrep", "-f", "lth-capture.pcap"], capture_output=True).stdout == b""
     assert_no_leftovers()
+
+
+def test_a_capture_that_cannot_start_is_a_note_not_a_failure(tmp_path):
+    require_root_tools("tcpdump")
+    nowhere = SimpleNamespace(generator_netns=[], capture_device="lth-nodev0", shape_netns=[], shape_device="")
+    capture, row = Capture(enabled=True), ab_row()
+    with capture.recording(nowhere, Target("198.18.0.2"), tmp_path):
+        pass
+    capture.fill(row)
+    assert "no wire capture: tcpdump did not start" in row.notes and "lth-nodev0" in row.notes
+    assert row.wire_requests is None and not list(tmp_path.glob("*.pcap"))
