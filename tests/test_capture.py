@@ -181,3 +181,20 @@ def test_a_capture_that_cannot_start_is_a_note_not_a_failure(tmp_path):
     capture.fill(row)
     assert "no wire capture: tcpdump did not start" in row.notes and "lth-nodev0" in row.notes
     assert row.wire_requests is None and not list(tmp_path.glob("*.pcap"))
+
+
+# runs.csv and environment.json of a real `harness run --runtime host --tools wrk,ab,k6,autocannon,jmeter
+# --scenarios scenarios/shootout.yaml:vu20-rtt0.1,vu20-rtt10 --duration 10 --capture`.
+CAPTURED = next((FIXTURES / "wire" / "results-host").iterdir())
+
+
+def test_the_report_draws_latency_accuracy_from_captured_runs_only(tmp_path):
+    from analysis import load_results
+    from analysis.report import build
+    page = build([CAPTURED], tmp_path / "captured").read_text()
+    assert (tmp_path / "captured" / "latency_accuracy.png").stat().st_size > 10_000
+    assert 'id="chart-latency_accuracy"' in page and "wire figures: tcpdump on the generator's side" in page
+    df = load_results(CAPTURED)
+    assert (df["lat_added_ms"] == df["tool_error_p50_ms"]).all() and (df["lat_added_ms"] > 0).all()
+    sample = build(sorted((REPO / "results" / "sample").iterdir()), tmp_path / "sample").read_text()
+    assert 'id="chart-latency_accuracy"' not in sample and "no run was captured" in sample
