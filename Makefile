@@ -1,6 +1,7 @@
 # Quick start:  make bench-quick   |   make bench-all   |   make test
 # Overrides:    TOOLS=wrk,ab  SCENARIOS=scenarios/shootout.yaml:vu20-rtt0.1  RUNTIME=docker|host  DURATION=5
 #               SHAPER=auto|netem|toxiproxy  RESUME=results/<folder> [FORCE=1]  RESULTS_ROOT=results
+#               CAPTURE=1 (tcpdump: wire latency next to each tool's)
 PY        := .venv/bin/python
 TOOLS     ?= all
 SCENARIOS ?= scenarios/shootout.yaml
@@ -14,9 +15,11 @@ REPEAT    ?= 1
 RESULTS_ROOT ?= results
 RESUME    ?=
 FORCE     ?=
+CAPTURE   ?=
 RUN_ARGS = --tools $(TOOLS) --scenarios $(SCENARIOS) --runtime $(RUNTIME) --shaper $(SHAPER) --repeat $(REPEAT) \
            --results-root $(RESULTS_ROOT) \
-           $(if $(DURATION),--duration $(DURATION)) $(if $(RESUME),--resume $(RESUME)) $(if $(FORCE),--force)
+           $(if $(DURATION),--duration $(DURATION)) $(if $(RESUME),--resume $(RESUME)) $(if $(FORCE),--force) \
+           $(if $(CAPTURE),--capture)
 
 .PHONY: deps bench-all bench-quick test list-tools clean-state report
 

@@ -127,7 +127,43 @@ def _simple(metric: str, title: str, unit: str, reference: float | None = None) 
     return draw
 
 
-added_latency = _simple("lat_added_ms", "Latency the tool adds: its median minus the measured RTT", "ms", 0.0)
+def added_latency(df: pd.DataFrame) -> plt.Figure | None:
+    """Only captured runs have lat_added_ms (= tool_error_p50_ms)."""
+    if df[df["status"] == OK]["lat_added_ms"].isna().all():
+        return None
+    return _simple("lat_added_ms", "Latency the tool adds: its p50 minus the wire's p50 (--capture)", "ms", 0.0)(df)
+
+
+WIRE_CAPTION = ("wire figures: tcpdump on the generator's side of the link for the tool's run only (--capture), "
+                "request's first byte out to response's last byte in, per keep-alive connection")
+
+
+def latency_accuracy(df: pd.DataFrame) -> plt.Figure | None:
+    """Per tool, its reported p50/p99 (filled) next to the wire's (hollow), joined by a line."""
+    captured = df[(df["status"] == OK) & df["wire_p50_ms"].notna()] if "wire_p50_ms" in df else df.iloc[0:0]
+    if captured.empty:
+        return None
+    fig, facets = _facets(captured, "Latency accuracy: reported (filled) vs wire (hollow) p50 and p99")
+    labels = sorted(captured["label"].unique())
+    y = np.arange(len(labels))
+    for scenario, ax in facets:
+        subset = captured[captured["scenario"] == scenario]
+        for tool_metric, wire_metric, name, color, offset in (("lat_p50_ms", "wire_p50_ms", "p50", "tab:blue", -0.15),
+                                                               ("lat_p99_ms", "wire_p99_ms", "p99", "tab:red", 0.15)):
+            tool = spread(subset, tool_metric).set_index("label").reindex(labels)["median"]
+            wire = spread(subset, wire_metric).set_index("label").reindex(labels)["median"]
+            ax.hlines(y + offset, wire, tool, color=color, linewidth=1)
+            ax.scatter(tool, y + offset, color=color, marker="o", s=22, label=f"{name} reported")
+            ax.scatter(wire, y + offset, facecolors="white", edgecolors=color, marker="o", s=22, label=f"{name} wire")
+        ax.set_yticks(y, labels, fontsize=8)
+        ax.set_ylim(len(labels) - 0.5, -0.5)
+        ax.set_title(f"{scenario} (RTT {subset['rtt_target_ms'].iloc[0]:g} ms)", fontsize=9)
+        ax.set_xlabel("ms (log)", fontsize=8)
+        _log_axis(ax)
+    fig.legend(*facets[0][1].get_legend_handles_labels(), loc="upper right", fontsize=8, ncol=4)
+    fig.text(0.01, 0.005, WIRE_CAPTION, fontsize=7, color="#555")
+    fig.tight_layout(rect=(0, 0.04, 1, 0.88))
+    return fig
 
 
 def memory(df: pd.DataFrame) -> plt.Figure:
@@ -184,10 +220,14 @@ def counting(df: pd.DataFrame) -> plt.Figure:
                    "%", 0.0)(counted)
 
 
+NEEDS_CAPTURE = {"added_latency", "latency_accuracy"}   # drawn only from --capture runs (wire_* columns)
+
 CHARTS: dict[str, tuple[str, Callable[[pd.DataFrame], plt.Figure | None]]] = {
     "rps": ("Requests per second per tool and scenario, with the VUs/RTT ceiling and the target's capacity", rps),
     "latency": ("Response time per tool and VU level", latency),
-    "added_latency": ("Latency the tool itself adds", added_latency),
+    "added_latency": ("Latency the tool itself adds: its p50 minus the wire's p50 (captured runs only)", added_latency),
+    "latency_accuracy": (f"Latency accuracy: each tool's reported p50 and p99 next to the wire's; {WIRE_CAPTION}",
+                         latency_accuracy),
     "memory": ("Memory per tool and VU level", memory),
     "docker_vs_host": ("Container vs bare metal", docker_vs_host),
     "counting": ("Accuracy of counting: tool vs Nginx", counting),

@@ -57,6 +57,9 @@ def load_results(*folders: str | Path) -> pd.DataFrame:
             df[column] = pd.to_numeric(df[column], errors="coerce")
     if "repeat" in df:
         df["repeat"] = df["repeat"].fillna(1)
+    if "lat_added_ms" in df:
+        # Folders written before --capture existed hold lat_p50 - probe RTT there (could go negative).
+        df["lat_added_ms"] = df["lat_added_ms"].where(df.get("wire_p50_ms", pd.Series(dtype=float)).notna())
     df["label"] = _labels(df) if len(df) else []
     return mask_below_resolution(df) if "timing_resolution_ms" in df else df
 

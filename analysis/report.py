@@ -24,6 +24,9 @@ from analysis.load import environment, load_results, scenario_order
 from analysis.stall import EXPLANATION as STALL_EXPLANATION, stall_table, write_stall_chart
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
+NO_CHART = {"docker_vs_host": "these results hold no run of the same tool and scenario in both runtimes",
+            "added_latency": "no run was captured (--capture, Make CAPTURE=1)",
+            "latency_accuracy": "no run was captured (--capture, Make CAPTURE=1)"}
 SUMMARY_METRICS = ["rps", "lat_p50_ms", "lat_p99_ms", "lat_added_ms", "mem_avg_mb", "mem_peak_mb", "cpu_avg_pct"]
 
 
@@ -84,8 +87,7 @@ def build(folders: list[Path], out: Path) -> Path:
     for name, (caption, draw) in CHARTS.items():
         figure = draw(df) if len(df[df["status"] == "ok"]) else None
         if figure is None:
-            missing.append((caption, "these results hold no run of the same tool and scenario in both runtimes"
-                            if name == "docker_vs_host" else "no successful run"))
+            missing.append((caption, NO_CHART.get(name, "no successful run")))
             continue
         for ext in ("png", "svg"):
             figure.savefig(out / f"{name}.{ext}", dpi=110)

@@ -2,7 +2,8 @@
 
 Everything the harness creates carries the ``lth`` prefix or label: namespaces and veths
 (``lth-*``), the Compose project and its containers/network (label ``lth``), Toxiproxy processes
-from /opt/lth/bin, and Nginx processes whose prefix is a ``/tmp/lth-target-*`` folder.
+from /opt/lth/bin, Nginx processes whose prefix is a ``/tmp/lth-target-*`` folder, and tcpdump
+processes writing an ``lth-capture.pcap`` (--capture).
 """
 from __future__ import annotations
 
@@ -43,7 +44,8 @@ def _harness_processes() -> list[psutil.Process]:
     found = []
     for proc in psutil.process_iter(["cmdline"]):
         cmdline = " ".join(proc.info["cmdline"] or [])
-        if "/opt/lth/bin/toxiproxy-server" in cmdline or f"/tmp/{PREFIX}-target-" in cmdline:
+        if "/opt/lth/bin/toxiproxy-server" in cmdline or f"/tmp/{PREFIX}-target-" in cmdline \
+                or f"{PREFIX}-capture.pcap" in cmdline:    # tcpdump of --capture (harness/capture.py)
             found.append(proc)
     return found
 

@@ -51,6 +51,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--force", action="store_true", help="with --resume: redo finished runs as well")
     run.add_argument("--grace", type=_positive_int, metavar="SECONDS",
                      help="kill a tool still running this long after its duration (default: max(30, 50%% of it))")
+    run.add_argument("--capture", action="store_true",
+                     help="record the tool's packets with tcpdump: wire latency next to the tool's (wire_* columns)")
+    run.add_argument("--keep-pcap", action="store_true",
+                     help="with --capture: keep each run's pcap (about 80 bytes per packet) instead of deleting it once parsed")
     run.add_argument("--allow-external-target", action="store_true",
                      help="allow a target outside loopback and the harness's own 198.18.0.0/15 networks")
 
@@ -65,7 +69,8 @@ def _run(args: argparse.Namespace) -> int:
     plan = Plan(runtime=args.runtime, tools=registry.select(args.tools),
                 scenarios=scenarios.select(args.scenarios, args.duration), results_root=args.results_root,
                 shaper=args.shaper, resume=args.resume, force=args.force, grace_s=args.grace,
-                allow_external_target=args.allow_external_target, repeat=args.repeat)
+                allow_external_target=args.allow_external_target, repeat=args.repeat,
+                capture=args.capture or args.keep_pcap, keep_pcap=args.keep_pcap)
     folder, rows = run_suite(plan)
     failed = [r for r in rows if r.status != "ok"]
     print(f"\n{len(rows) - len(failed)} of {len(rows)} runs ok; results in {folder.path}")

@@ -17,6 +17,7 @@ from rich.console import Console
 
 from harness import PREFIX, environment
 from harness.adapter import RunSpec, ToolAdapter, ToolOutput, below_resolution
+from harness.capture import MISSING, Capture, tcpdump_missing
 from harness.errors import HarnessError
 from harness.execution import Execution, execute
 from harness.results import ResultsFolder, RunRow, write_meta
@@ -45,6 +46,8 @@ class Plan:
     grace_s: float | None = None  # hang detection: seconds past the duration (default max(30, 50%))
     allow_external_target: bool = False
     repeat: int = 1               # repetitions, interleaved: every tool once, then every tool again
+    capture: bool = False         # record the tool's packets with tcpdump: wire_* columns
+    keep_pcap: bool = False       # with capture: keep each run's pcap next to its output
 
     @property
     def runs(self) -> list[tuple[Scenario, ToolAdapter, int]]:
@@ -122,12 +125,13 @@ def _new_row(runtime: Runtime, adapter: ToolAdapter, scenario: Scenario, folder:
 
 def run_one(runtime: Runtime, adapter: ToolAdapter, scenario: Scenario, folder: ResultsFolder,
             shaper: str = "none", grace: float | None = None, allow_external_target: bool = False,
-            repeat: int = 1) -> RunRow:
+            repeat: int = 1, capture: Capture | None = None) -> RunRow:
     """One run; ``shaper`` is how the scenario's RTT is made where it needs shaping (netem|toxiproxy).
     Whatever goes wrong becomes the row's status and error; only an interrupt escapes."""
     run_dir, row = _new_row(runtime, adapter, scenario, folder, repeat)
     row.shaper = shaper if scenario.needs_shaping else "none"
     meta: dict = {"concurrency_model": adapter.concurrency_model, "scenario": scenario.model_dump()}
+    capture = capture or Capture(enabled=False)
     try:
         with runtime.session(adapter) as session, \
                 shaped(session, row.shaper, scenario.rtt_ms, scenario.vus, run_dir) as target:
@@ -145,7 +149,8 @@ def run_one(runtime: Runtime, adapter: ToolAdapter, scenario: Scenario, folder: 
             meta["command"] = argv
             before = target.requests_served()
             grace = grace_s(scenario.duration_s, grace)
-            with stall.injected(session.target_pids, scenario.stall_at_s, scenario.stall_ms) as stalled:
+            with stall.injected(session.target_pids, scenario.stall_at_s, scenario.stall_ms) as stalled, \
+                    capture.recording(session, target, run_dir):
                 execution = execute(session, argv, run_dir, scenario.duration_s + grace, adapter.sampled_process)
             # stub_status counts its own request: `after` includes one status request beyond `before`.
             row.server_requests = target.requests_served() - before - 1
@@ -158,8 +163,9 @@ def run_one(runtime: Runtime, adapter: ToolAdapter, scenario: Scenario, folder: 
     except Exception as exc:  # noqa: BLE001 - a bug or crash in one run must not sink the suite
         row.status, row.error = "failed", f"harness error: {type(exc).__name__}: {exc}"
         meta["traceback"] = traceback.format_exc()
-    if row.lat_p50_ms is not None and row.rtt_measured_ms is not None:
-        row.lat_added_ms = row.lat_p50_ms - row.rtt_measured_ms
+    wire = capture.fill(row)
+    if wire:
+        meta["wire"] = wire
     write_meta(run_dir, row, meta)
     return row
 
@@ -178,7 +184,9 @@ def _summarise(row: RunRow) -> None:
     if row.status == "ok":
         console.print(f"   ok: {row.rps:,.0f} rps, p50 {_ms(row.lat_p50_ms)} ms (RTT {row.rtt_measured_ms:.2f} ms, "
                       f"{row.shaper}), server counted {row.server_requests:,} of {row.requests:,}, "
-                      f"mem {row.mem_avg_mb or 0:.1f} MiB")
+                      f"mem {row.mem_avg_mb or 0:.1f} MiB"
+                      + (f", wire: {row.wire_requests:,} requests, p50 {_ms(row.wire_p50_ms)} ms"
+                         if row.wire_requests is not None else ""))
     else:
         console.print(f"   [red]{row.status}[/]: {row.error}")
 
@@ -213,6 +221,9 @@ def run_suite(plan: Plan) -> tuple[ResultsFolder, list[RunRow]]:
     try:
         broken = runtime.prepare(plan.tools)
         shaper = _choose_shaper(plan)
+        no_tcpdump = plan.capture and tcpdump_missing()
+        if no_tcpdump:
+            console.print(MISSING)
         folder, finished = _open_folder(plan)
         console.print(f"results: {folder.path}" + (f" (resuming: {len(finished)} finished runs kept)" if plan.resume else ""))
         if plan.resume is None:
@@ -232,7 +243,9 @@ def run_suite(plan: Plan) -> tuple[ResultsFolder, list[RunRow]]:
                     row = _unrunnable(runtime, adapter, scenario, folder, reason, repeat, status="unsupported")
                 else:
                     row = run_one(runtime, adapter, scenario, folder, shaper.kind, plan.grace_s,
-                                  plan.allow_external_target, repeat)
+                                  plan.allow_external_target, repeat,
+                                  Capture(plan.capture, "tcpdump is not installed" if no_tcpdump else "",
+                                          keep_pcap=plan.keep_pcap))
                 folder.append(row)
                 rows.append(row)
                 _summarise(row)

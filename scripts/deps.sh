@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what the harness needs on a Debian/Ubuntu machine, idempotently:
-#   system packages (iproute2, procps, nginx, debootstrap, curl), Toxiproxy, a Docker engine with a daemon
+#   system packages (iproute2, procps, nginx, debootstrap, curl, tcpdump), Toxiproxy, a Docker engine with a daemon
 #   running (skipped with NEED_DOCKER=0), the host installs of the selected tools
 #   (tools/<id>/install.sh), and the Python venv (.venv, first: the harness resolves the tool ids).
 # Usage: scripts/deps.sh [TOOLS]   (TOOLS: comma-separated ids or "all")
@@ -42,7 +42,7 @@ fi
 folders=$(.venv/bin/python -m harness install-folders "$TOOLS") || exit 2
 if [ "${DEPS_RESOLVE_ONLY:-0}" = 1 ]; then echo "$folders"; exit 0; fi
 
-apt_install iproute2 procps nginx debootstrap curl ca-certificates git
+apt_install iproute2 procps nginx debootstrap curl ca-certificates git tcpdump
 
 # Docker: use a daemon that answers; otherwise install Debian's engine and start one whose
 # networks stay in 198.18.0.0/15 (the harness's own networks use 198.18.0.0/16).

@@ -14,6 +14,7 @@ def test_no_namespace_veth_proxy_container_or_network_is_left_behind():
     assert [ns for ns in lines(["ip", "netns", "list"]) if ns.startswith("lth-")] == []
     assert [link for link in lines(["ip", "-o", "link", "show"]) if "lth-" in link] == []
     assert lines(["pgrep", "-f", "toxiproxy-server"]) == []
+    assert lines(["pgrep", "-f", "lth-capture.pcap"]) == []               # tcpdump of --capture
     assert lines(["pgrep", "-f", "/tmp/lth-target-"]) == []              # an nginx master of the host runtime
     assert [p for p in lines(["pgrep", "-P", "1", "-f", "nginx: worker"])] == []  # orphaned nginx workers
     assert list(Path("/tmp").glob("lth-target-*")) == []

@@ -27,6 +27,7 @@ class Session(ABC):
     target_netns: list[str]      # where Nginx runs (a latency proxy runs there)
     shape_netns: list[str]       # where netem is applied, on shape_device
     shape_device: str
+    capture_device: str          # the generator's end of the link, in generator_netns (--capture)
 
     @abstractmethod
     def popen(self, argv: list[str], stdout: IO, stderr: IO) -> subprocess.Popen:

@@ -94,7 +94,7 @@ class DockerSession(Session):
         self._idle = container_pids(generator_id)  # docker-init and `sleep infinity`
         self.generator_netns = self.shape_netns = netns_of(generator_id)
         self.target_netns = netns_of(target_id)
-        self.shape_device = "eth0"        # the generator's egress: the whole RTT on one side
+        self.shape_device = self.capture_device = "eth0"   # the generator's egress: the whole RTT on one side
 
     def popen(self, argv: list[str], stdout: IO, stderr: IO) -> subprocess.Popen:
         return subprocess.Popen(["docker", "exec", self.generator_id, *argv],

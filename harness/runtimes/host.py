@@ -57,6 +57,7 @@ class HostSession(Session):
         self.generator_netns = []
         self.target_netns = self.shape_netns = ["ip", "netns", "exec", NETNS]
         self.shape_device = VETH_TARGET   # the target's egress: the whole RTT on one side
+        self.capture_device = VETH_HOST
 
     def popen(self, argv: list[str], stdout: IO, stderr: IO) -> subprocess.Popen:
         return subprocess.Popen(argv, stdout=stdout, stderr=stderr, stdin=subprocess.DEVNULL, start_new_session=True)

@@ -1,0 +1,178 @@
+"""Ground truth from the wire (``--capture``): tcpdump on the generator's side of the link while
+the tool runs, parsed by harness/wire.py into the row's wire_* and tool_error_* columns.
+
+The capture starts after the harness's own target check, RTT probe and first stub_status read,
+and stops once the tool has exited, before the second read: it holds the tool's traffic only.
+Headers only (snap length), only packets carrying payload or opening/closing a connection (pure
+ACKs are filtered in the kernel), and at most MAX_PACKETS packets, which bounds disk; a capture
+that hits the cap says so in the row's notes. The pcap is deleted once parsed.
+"""
+from __future__ import annotations
+
+import re
+import shutil
+import signal
+import subprocess
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+from harness import PREFIX
+from harness.cleanup import signals_deferred
+from harness.results import RunRow
+from harness.runtimes.base import Session
+from harness.target import Target
+from harness.wire import FIXED_SNAPLEN, summarise
+
+TCPDUMP = "tcpdump"
+PCAP_NAME, LOG_NAME = f"{PREFIX}-capture.pcap", "capture.log"   # clean-state finds tcpdump by the name
+# Ethernet 14 + IPv4 20 + TCP's first 14 bytes (ports, data offset, flags) is all the parser reads;
+# the rest of the TCP header is kept for a human reading the pcap. 80 B per packet on disk.
+SNAPLEN = FIXED_SNAPLEN   # the layout harness/wire.py parses with numpy
+# Measured: 2.0 packets per request/response pair (pure ACKs filtered out), so the cap is
+# about 1.6 GB of disk and 10M pairs (a 300 s run at 33k RPS).
+MAX_PACKETS = 20_000_000
+KERNEL_BUFFER_KIB = 65536
+READY_TIMEOUT_S = 10.0
+# tcpdump hands packets over in blocks with a 1 s timeout: waiting that long after the tool
+# exits lets the last block reach the file before tcpdump is stopped.
+SETTLE_S = 1.1
+MISSING = f"--capture: {TCPDUMP} is not installed (apt-get install tcpdump, or `make deps`): runs go on without wire figures"
+
+
+def tcpdump_missing() -> bool:
+    return shutil.which(TCPDUMP) is None
+
+
+def bpf_filter(target: Target) -> str:
+    """The load's TCP packets that carry payload or a SYN/FIN/RST (pure ACKs are dropped)."""
+    payload = "(ip[2:2] - ((ip[0] & 0xf) << 2) - ((tcp[12] & 0xf0) >> 2)) != 0"
+    return (f"tcp and host {target.host} and port {target.port} and "
+            f"((tcp[tcpflags] & (tcp-syn|tcp-fin|tcp-rst)) != 0 or {payload})")
+
+
+def added_latency(row: RunRow) -> float | None:
+    """The tool's own share of its p50 (tool minus wire). Empty, with a note, when the difference is
+    within the tool's clock step: a whole-ms tool's 11 ms for a wire 11.16 ms is its rounding, not a finding."""
+    error, resolution = row.tool_error_p50_ms, row.timing_resolution_ms or 0.0
+    if error is not None and abs(error) < resolution:
+        _note(row, f"lat_added_ms empty: p50 within the tool's {resolution:g} ms timing resolution of the wire's "
+                   f"({error:+.3f} ms)")
+        return None
+    return error
+
+
+@dataclass
+class Capture:
+    """One run's capture: ``recording`` around the tool, then ``fill`` the row from the pcap."""
+    enabled: bool
+    skipped: str = ""                  # why there is no capture although one was asked for
+    port: int = 0
+    pcap: Path | None = None
+    keep_pcap: bool = False
+    facts: dict = field(default_factory=dict)
+
+    @contextmanager
+    def recording(self, session: Session, target: Target, run_dir: Path) -> Iterator[None]:
+        if not self.enabled or self.skipped:
+            yield
+            return
+        self.port, self.pcap = target.port, run_dir / PCAP_NAME
+        argv = [*session.generator_netns, TCPDUMP, "-i", session.capture_device, "-n", "-s", str(SNAPLEN),
+                "-B", str(KERNEL_BUFFER_KIB), "--time-stamp-precision=nano", "-Z", "root",
+                "-c", str(MAX_PACKETS), "-w", str(self.pcap), bpf_filter(target)]
+        self.facts = {"device": session.capture_device, "netns": " ".join(session.generator_netns) or "root",
+                      "filter": argv[-1], "snaplen": SNAPLEN, "max_packets": MAX_PACKETS, "command": argv,
+                      "after_netem": (session.shape_netns, session.shape_device) == (session.generator_netns,
+                                                                                     session.capture_device)}
+        log = (run_dir / LOG_NAME).open("w")
+        proc = subprocess.Popen(argv, stdout=log, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True)
+        try:
+            self._wait_ready(proc, run_dir / LOG_NAME)
+            self.facts["started_at"] = time.time()
+            yield
+            time.sleep(SETTLE_S)
+        finally:
+            with signals_deferred():
+                self.facts["stopped_at"] = time.time()
+                _stop(proc)
+                log.close()
+                self.facts.update(_counters((run_dir / LOG_NAME).read_text(errors="replace")))
+
+    def _wait_ready(self, proc: subprocess.Popen, log: Path) -> None:
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while "listening on" not in log.read_text(errors="replace"):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                said = " ".join(log.read_text(errors="replace").split()) or "no output"
+                self.skipped = f"tcpdump did not start: {said[:200]}"
+                return
+            time.sleep(0.05)
+
+    def fill(self, row: RunRow) -> dict:
+        """Set the row's wire columns from the pcap; returns what meta.json records about it."""
+        if not self.enabled:
+            return {}
+        if self.skipped or self.pcap is None:
+            reason = self.skipped or "the run ended before the tool started"
+            if self.pcap is not None and not self.keep_pcap:
+                self.pcap.unlink(missing_ok=True)
+            _note(row, f"no wire capture: {reason}")
+            return {"skipped": reason}
+        try:
+            summary = summarise(self.pcap, self.port)
+        except (OSError, ValueError) as exc:
+            _note(row, f"wire capture unreadable: {exc}")
+            return {**self.facts, "error": str(exc)}
+        row.wire_requests = summary.pairs
+        row.wire_p50_ms, row.wire_p99_ms = summary.percentile(50), summary.percentile(99)
+        if row.lat_p50_ms is not None and row.wire_p50_ms is not None:
+            row.tool_error_p50_ms = row.lat_p50_ms - row.wire_p50_ms
+        if row.lat_p99_ms is not None and row.wire_p99_ms is not None:
+            row.tool_error_p99_ms = row.lat_p99_ms - row.wire_p99_ms
+        row.lat_added_ms = added_latency(row)
+        self._flag(row, summary.describe())
+        pcap_bytes = self.pcap.stat().st_size
+        if not self.keep_pcap:
+            self.pcap.unlink()
+        return {"covers": f"TCP to/from port {self.port} on {self.facts['device']} ({self.facts['netns']} netns), "
+                          "from just before the tool started until it exited; the harness's probe, target check "
+                          "and stub_status reads are outside", **self.facts, "pcap_bytes": pcap_bytes,
+                "pcap": self.pcap.name if self.keep_pcap else "deleted after parsing", **summary.describe()}
+
+    def _flag(self, row: RunRow, summary: dict) -> None:
+        if self.facts.get("captured", 0) >= MAX_PACKETS:
+            _note(row, f"wire capture hit its cap of {MAX_PACKETS:,} packets: wire figures cover the first "
+                       f"{summary['span_s'] or 0:.1f} s of the load only")
+        if row.shaper == "netem" and self.facts.get("after_netem"):
+            # tcpdump sees egress packets after the qdisc: requests are stamped once netem has delayed them.
+            _note(row, "wire latency excludes the netem delay (added on the captured interface's egress)")
+        if self.facts.get("dropped_by_kernel"):
+            _note(row, f"wire capture: the kernel dropped {self.facts['dropped_by_kernel']:,} packets: "
+                       "wire figures may miss requests")
+
+
+def _note(row: RunRow, text: str) -> None:
+    row.notes = "; ".join(filter(None, [row.notes, text]))
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """SIGINT lets tcpdump flush the file and print its counters."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+def _counters(log: str) -> dict:
+    found = {}
+    for key, pattern in (("captured", r"(\d+) packets? captured"), ("received_by_filter", r"(\d+) packets? received by filter"),
+                         ("dropped_by_kernel", r"(\d+) packets? dropped by kernel")):
+        match = re.search(pattern, log)
+        if match:
+            found[key] = int(match.group(1))
+    return found

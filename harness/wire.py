@@ -1,0 +1,244 @@
+"""Wire latency from a pcap file (pure Python, classic pcap format as tcpdump writes it).
+
+HTTP/1.1 keep-alive without pipelining: on each TCP connection a request is a run of
+client->server payload packets and its response the run of server->client payload packets before
+the next request (or the end of the capture: a response still arriving after the client's FIN
+counts, as the server counted that request). Wire latency = the request's first packet (as it
+leaves) to the response's last packet (as it arrives), both stamped where the capture was taken.
+Payload sizes come from the IP and TCP headers, so a header-only snap length is enough.
+"""
+from __future__ import annotations
+
+import mmap
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+
+MAGIC_US, MAGIC_NS = 0xA1B2C3D4, 0xA1B23C4D
+LINKTYPE_ETHERNET, LINKTYPE_LINUX_SLL = 1, 113
+ETHERTYPE_IPV4, PROTO_TCP = 0x0800, 6
+TCP_SYN, TCP_ACK = 0x02, 0x10
+
+
+@dataclass(frozen=True)
+class Segment:
+    ts_ns: int
+    client: tuple[bytes, int]   # the side that is not the server port
+    to_server: bool
+    flags: int
+    payload: int
+
+
+@dataclass
+class _Connection:
+    request_at: int | None = None   # first byte of the request in progress
+    response_end: int | None = None # last response packet so far (None: no response yet)
+    seen_data: bool = False         # a SYN after data is a new connection on a reused port
+
+
+@dataclass
+class WireSummary:
+    pairs: int                       # request/response pairs
+    connections: int
+    unanswered: int                  # requests with no response packet before the capture ended
+    unsolicited: int                 # server payload runs with no request before them
+    packets: int                     # TCP packets of the server port read from the file
+    short: int                       # IPv4 packets captured too short to read their TCP header
+    first_ns: int | None
+    last_ns: int | None
+    latencies_ms: np.ndarray = field(repr=False)
+
+    def percentile(self, q: float) -> float | None:
+        return float(np.percentile(self.latencies_ms, q)) if self.pairs else None
+
+    def describe(self) -> dict:
+        span = (self.last_ns - self.first_ns) / 1e9 if self.first_ns is not None and self.last_ns is not None else None
+        return {"pairs": self.pairs, "connections": self.connections, "unanswered": self.unanswered,
+                "unsolicited": self.unsolicited, "packets": self.packets, "short": self.short, "span_s": span,
+                "p50_ms": self.percentile(50), "p99_ms": self.percentile(99),
+                "min_ms": float(self.latencies_ms.min()) if self.pairs else None,
+                "max_ms": float(self.latencies_ms.max()) if self.pairs else None}
+
+
+def _header(data: bytes | mmap.mmap) -> tuple[str, int, int]:
+    """The file's byte order, nanoseconds per timestamp fraction unit, and link type."""
+    if len(data) < 24:
+        raise ValueError("not a pcap file: shorter than its 24-byte header")
+    for order in "<>":
+        magic, = struct.unpack_from(order + "I", data, 0)
+        if magic in (MAGIC_US, MAGIC_NS):
+            return order, 1 if magic == MAGIC_NS else 1000, struct.unpack_from(order + "I", data, 20)[0]
+    raise ValueError(f"not a classic pcap file (magic {bytes(data[:4]).hex()}); pcapng is not supported")
+
+
+def _records(data: bytes | mmap.mmap) -> Iterator[tuple[int, int, int]]:
+    """(timestamp ns, offset of the link-layer frame, captured length) per packet."""
+    order, scale, _ = _header(data)
+    record = struct.Struct(order + "IIII")
+    offset, end = 24, len(data)
+    while offset + 16 <= end:
+        seconds, fraction, captured, _ = record.unpack_from(data, offset)
+        offset += 16
+        if offset + captured > end:
+            break                      # cut short (a killed capture): the partial packet is dropped
+        yield seconds * 1_000_000_000 + fraction * scale, offset, captured
+        offset += captured
+
+
+def segments(data: bytes | mmap.mmap, server_port: int) -> Iterator[Segment | None]:
+    """The TCP segments to or from ``server_port`` (IPv4), oldest first as captured; None for an
+    IPv4 packet captured too short to read its TCP header."""
+    link = _header(data)[2]
+    if link == LINKTYPE_ETHERNET:
+        header, ethertype_at = 14, 12
+    elif link == LINKTYPE_LINUX_SLL:
+        header, ethertype_at = 16, 14
+    else:
+        raise ValueError(f"unsupported link type {link} (Ethernet and Linux cooked are)")
+    ports = struct.Struct("!HH")
+    for ts_ns, frame, captured in _records(data):
+        if captured < header + 20 or struct.unpack_from("!H", data, frame + ethertype_at)[0] != ETHERTYPE_IPV4:
+            continue
+        ip = frame + header
+        ihl = (data[ip] & 0x0F) * 4
+        if data[ip + 9] != PROTO_TCP:
+            continue
+        if captured < header + ihl + 14:
+            yield None
+            continue
+        total, = struct.unpack_from("!H", data, ip + 2)
+        tcp = ip + ihl
+        source_port, dest_port = ports.unpack_from(data, tcp)
+        payload = total - ihl - (data[tcp + 12] >> 4) * 4
+        if dest_port == server_port:
+            yield Segment(ts_ns, (bytes(data[ip + 12:ip + 16]), source_port), True, data[tcp + 13], payload)
+        elif source_port == server_port:
+            yield Segment(ts_ns, (bytes(data[ip + 16:ip + 20]), dest_port), False, data[tcp + 13], payload)
+
+
+class _Pairer:
+    def __init__(self) -> None:
+        self.open: dict[tuple[bytes, int], _Connection] = {}
+        self.latencies: list[int] = []
+        self.connections = self.unanswered = self.unsolicited = 0
+
+    def _close(self, conn: _Connection) -> None:
+        if conn.request_at is not None:
+            if conn.response_end is None:
+                self.unanswered += 1
+            else:
+                self.latencies.append(conn.response_end - conn.request_at)
+        conn.request_at = conn.response_end = None
+
+    def feed(self, seg: Segment) -> None:
+        conn = self.open.get(seg.client)
+        opening = seg.to_server and seg.flags & (TCP_SYN | TCP_ACK) == TCP_SYN
+        if conn is None or (opening and conn.seen_data):
+            if conn is not None:
+                self._close(conn)        # the client reused the port: a new connection
+            conn = self.open[seg.client] = _Connection()
+            self.connections += 1
+        if seg.payload > 0 and seg.to_server:
+            if conn.response_end is not None or conn.request_at is None:   # a new request
+                self._close(conn)
+                conn.request_at = seg.ts_ns
+        elif seg.payload > 0:
+            if conn.request_at is None:
+                self.unsolicited += 1
+            else:
+                conn.response_end = seg.ts_ns
+        conn.seen_data = conn.seen_data or seg.payload > 0
+
+    def finish(self) -> None:
+        for conn in self.open.values():
+            self._close(conn)
+
+
+def summarise(path: Path, server_port: int) -> WireSummary:
+    """Pair every request with its response in ``path``; latencies in ms."""
+    if path.stat().st_size < 24:
+        raise ValueError(f"{path.name} is empty: the capture wrote no pcap header")
+    with path.open("rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        return _summarise_fixed(data, server_port) or _summarise_packets(data, server_port)
+
+
+def _summarise_packets(data: bytes | mmap.mmap, server_port: int) -> WireSummary:
+    """Packet by packet: any pcap (the reference the vectorised path is tested against)."""
+    pairer, packets, short, first, last = _Pairer(), 0, 0, None, None
+    for seg in segments(data, server_port):
+        if seg is None:
+            short += 1
+            continue
+        pairer.feed(seg)
+        packets += 1
+        first = seg.ts_ns if first is None else first
+        last = seg.ts_ns
+    pairer.finish()
+    latencies = np.array(pairer.latencies, dtype=np.int64) / 1e6
+    return WireSummary(len(latencies), pairer.connections, pairer.unanswered, pairer.unsolicited, packets,
+                       short, first, last, latencies)
+
+
+FIXED_SNAPLEN = 64   # harness/capture.py's snap length: every TCP packet with timestamps is longer
+
+
+def _summarise_fixed(data: bytes | mmap.mmap, server_port: int) -> WireSummary | None:
+    """The same pairing with numpy, for the common file: Ethernet, every record cut at 64 bytes,
+    IPv4 without options. None where the file is anything else (the packet path handles it)."""
+    order, scale, link = _header(data)
+    width = 16 + FIXED_SNAPLEN
+    if link != LINKTYPE_ETHERNET or (len(data) - 24) % width or len(data) == 24:
+        return None
+    rows = np.frombuffer(data, dtype=np.uint8, offset=24).reshape(-1, width)
+    header = rows[:, :16].copy().view(np.dtype(order + "u4"))   # seconds, fraction, captured, original
+    if not (header[:, 2] == FIXED_SNAPLEN).all() or not (rows[:, 30] == 0x45).all():
+        return None
+
+    def be16(col: int) -> np.ndarray:
+        return rows[:, col].astype(np.int64) << 8 | rows[:, col + 1]
+
+    tcp = (be16(28) == ETHERTYPE_IPV4) & (rows[:, 39] == PROTO_TCP)
+    sport, dport = be16(50), be16(52)
+    to_server = tcp & (dport == server_port)
+    keep = to_server | (tcp & (sport == server_port))
+    ips = rows[:, 42:50].copy().view(">u4").astype(np.int64)       # source, destination
+    client = np.where(to_server, ips[:, 0] << 16 | sport, ips[:, 1] << 16 | dport)[keep]
+    ts = (header[:, 0].astype(np.int64) * 1_000_000_000 + header[:, 1].astype(np.int64) * scale)[keep]
+    payload = (be16(32) - 20 - (rows[:, 62] >> 4).astype(np.int64) * 4)[keep] > 0
+    flags, inbound = rows[keep, 63], to_server[keep]
+    if not len(ts):
+        return WireSummary(0, 0, 0, 0, 0, 0, None, None, np.array([]))
+    first, last = int(ts[0]), int(ts[-1])
+    by_client = np.argsort(client, kind="stable")                  # per client, in capture order
+    client, payload, flags, ts, inbound = (a[by_client] for a in (client, payload, flags, ts, inbound))
+    starts = _connection_starts(client, payload, inbound & (flags & (TCP_SYN | TCP_ACK) == TCP_SYN))
+    conn, ts, inbound = np.cumsum(starts)[payload], ts[payload], inbound[payload]
+    # Runs of payload packets in one direction on one connection: requests and responses.
+    run_start = np.r_[True, (conn[1:] != conn[:-1]) | (inbound[1:] != inbound[:-1])]
+    first_at = np.flatnonzero(run_start)
+    last_at = np.r_[first_at[1:] - 1, len(ts) - 1]
+    run_conn, run_in = conn[first_at], inbound[first_at]
+    # A server run answers the request run just before it on the same connection.
+    answers = ~run_in & np.r_[False, run_in[:-1] & (run_conn[:-1] == run_conn[1:])]
+    answered = np.flatnonzero(answers)
+    latencies = (ts[last_at[answered]] - ts[first_at[answered - 1]]) / 1e6
+    strays = ~run_in & ~answers
+    return WireSummary(len(latencies), int(starts.sum()), int(run_in.sum()) - len(latencies),
+                       int((last_at[strays] - first_at[strays] + 1).sum()), len(client), 0,
+                       first, last, latencies)
+
+
+def _connection_starts(client: np.ndarray, payload: np.ndarray, opening: np.ndarray) -> np.ndarray:
+    """A connection starts at a client's first packet, or at an opening SYN with payload since the
+    client's previous SYN (a reused port; a retransmitted SYN has none)."""
+    index = np.arange(len(client))
+    group_start = np.r_[True, client[1:] != client[:-1]]
+    marker = np.maximum.accumulate(np.where(opening | group_start, index, 0))
+    previous = np.r_[0, marker[:-1]]                               # the last marker before each packet
+    seen = np.cumsum(payload)
+    before = np.r_[0, seen[:-1]]                                   # payload packets before each packet
+    since = before - (seen[previous] - payload[previous])         # ... since the previous marker
+    return group_start | (opening & (since > 0))

@@ -1,0 +1,209 @@
+"""Ground truth from the wire (--capture): the pcap parser on a capture from a real run, and the
+capture end to end with real tcpdump, wrk and Nginx."""
+import csv
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from conftest import FIXTURES, REPO, harness, require_root_tools
+from harness.capture import MAX_PACKETS, Capture
+from harness.results import RunRow
+from harness.runtimes.docker import docker_available
+from harness.target import Target
+from harness.wire import _summarise_fixed, _summarise_packets, summarise
+from test_zz_leftovers import test_no_namespace_veth_proxy_container_or_network_is_left_behind as assert_no_leftovers
+
+# `python -m harness run --runtime host --tools ab --scenarios vu2-rtt10 (2 VUs, 10 ms, 2 s) --keep-pcap`:
+# ab -c2 through Toxiproxy (port 8080); meta.json, capture.log and stdout.txt are that run's.
+AB = FIXTURES / "wire" / "ab-vu2-rtt10"
+AB_META = json.loads((AB / "meta.json").read_text())
+QUICK = "scenarios/shootout.yaml:vu20-rtt0.1"
+
+
+def rows_of(root: Path) -> list[dict]:
+    return list(csv.DictReader((root / "latest" / "runs.csv").open()))
+
+
+def test_the_fixture_parses_to_the_pairs_that_made_it():
+    summary = summarise(AB / "capture.pcap", 8080)
+    row = AB_META["row"]
+    assert summary.connections == row["vus"] == 2
+    assert summary.pairs == row["requests"] == 354               # every response ab counted, seen on the wire
+    # Nginx served 2 more: Toxiproxy still held their responses when ab closed its connections.
+    assert summary.pairs + summary.unanswered == row["server_requests"] == 356
+    assert summary.unsolicited == 0 and summary.short == 0
+    assert f"{summary.packets} packets captured" in (AB / "capture.log").read_text()
+    assert summary.latencies_ms.min() >= 10.0                     # Toxiproxy delays every response 10 ms
+    assert 10.0 < summary.percentile(50) <= row["lat_p50_ms"]     # ab times from its side of the stack
+
+
+def test_the_numpy_path_pairs_exactly_as_the_packet_path():
+    with (AB / "capture.pcap").open("rb") as handle:
+        data = handle.read()
+    fast, reference = _summarise_fixed(data, 8080), _summarise_packets(data, 8080)
+    assert fast is not None                                           # the fixture is the common layout
+    assert fast.describe() == reference.describe()
+    assert (np.sort(fast.latencies_ms) == np.sort(reference.latencies_ms)).all()
+
+
+def test_a_pcap_cut_short_keeps_the_whole_packets(tmp_path):
+    data = (AB / "capture.pcap").read_bytes()
+    cut = tmp_path / "cut.pcap"
+    cut.write_bytes(data[:len(data) // 2 + 7])                     # mid-record, as a killed tcpdump leaves it
+    summary = summarise(cut, 8080)
+    assert 100 < summary.pairs < 354 and summary.connections == 2
+
+
+def test_other_ports_and_other_files():
+    assert summarise(AB / "capture.pcap", 80).pairs == 0             # only the load's port counts
+    assert summarise(AB / "capture.pcap", 80).percentile(50) is None
+    with pytest.raises(ValueError, match="not a classic pcap"):
+        summarise(AB / "stdout.txt", 8080)
+
+
+def captured(tmp_path: Path, facts: dict | None = None) -> Capture:
+    pcap = tmp_path / "lth-capture.pcap"
+    shutil.copy(AB / "capture.pcap", pcap)
+    return Capture(enabled=True, port=8080, pcap=pcap,
+                   facts={"device": "lth-veth0", "netns": "root", "captured": 718, **(facts or {})})
+
+
+def ab_row() -> RunRow:
+    fields = {k: v for k, v in AB_META["row"].items() if k in RunRow.__dataclass_fields__}
+    return RunRow(**{**fields, "wire_requests": None, "wire_p50_ms": None, "wire_p99_ms": None,
+                     "tool_error_p50_ms": None, "tool_error_p99_ms": None, "lat_added_ms": None})
+
+
+def test_fill_sets_the_wire_columns_and_lat_added_and_deletes_the_pcap(tmp_path):
+    capture, row = captured(tmp_path), ab_row()
+    meta = capture.fill(row)
+    assert row.wire_requests == 354 and 10 < row.wire_p50_ms < row.wire_p99_ms
+    assert row.tool_error_p50_ms == pytest.approx(row.lat_p50_ms - row.wire_p50_ms)
+    assert row.tool_error_p99_ms == pytest.approx(row.lat_p99_ms - row.wire_p99_ms)
+    assert row.lat_added_ms == row.tool_error_p50_ms > 0
+    assert "harness's probe" in meta["covers"] and meta["pcap"] == "deleted after parsing"
+    assert not (tmp_path / "lth-capture.pcap").exists() and row.notes == ""
+
+
+def test_a_whole_ms_tool_within_its_resolution_of_the_wire_adds_nothing_negative(tmp_path):
+    wire_p50 = summarise(AB / "capture.pcap", 8080).percentile(50)
+    row = ab_row()
+    row.timing_resolution_ms, row.lat_p50_ms = 1.0, float(int(wire_p50))   # what a flooring whole-ms tool prints
+    captured(tmp_path).fill(row)
+    assert -1 < row.tool_error_p50_ms < 0                                  # the comparison itself is kept
+    assert row.lat_added_ms is None and "within the tool's 1 ms timing resolution" in row.notes
+
+
+def test_a_capture_that_hit_its_cap_or_lost_packets_says_so(tmp_path):
+    row = ab_row()
+    captured(tmp_path, {"captured": MAX_PACKETS, "dropped_by_kernel": 12}).fill(row)
+    assert "hit its cap" in row.notes and "cover the first 2.0 s" in row.notes
+    assert "dropped 12 packets" in row.notes
+
+
+def test_no_capture_asked_for_leaves_everything_empty():
+    row = ab_row()
+    assert Capture(enabled=False).fill(row) == {}
+    assert row.wire_requests is None and row.lat_added_ms is None and row.notes == ""
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("runtime", ["host", "docker"])
+def test_wrk_capture_matches_nginx(tmp_path, runtime):
+    require_root_tools("ip", "nginx", "wrk", "tcpdump")
+    if runtime == "docker" and docker_available() is None:
+        pytest.fail("no Docker daemon answers: `make test` starts one (scripts/deps.sh)")
+    result = harness("run", "--runtime", runtime, "--tools", "wrk", "--scenarios", QUICK, "--duration", "3",
+                     "--capture", "--results-root", str(tmp_path))
+    assert result.returncode == 0, result.stdout + result.stderr
+    (row,) = rows_of(tmp_path)
+    served, wire = int(row["server_requests"]), int(row["wire_requests"])
+    assert abs(wire - served) <= 0.01 * served, (wire, served)
+    assert 0 < float(row["wire_p50_ms"]) <= float(row["wire_p99_ms"])
+    assert float(row["tool_error_p50_ms"]) == pytest.approx(float(row["lat_p50_ms"]) - float(row["wire_p50_ms"]), abs=1e-3)
+    assert row["lat_added_ms"] == row["tool_error_p50_ms"]
+    run_dir = tmp_path / "latest" / row["run_dir"]
+    wire_meta = json.loads((run_dir / "meta.json").read_text())["wire"]
+    assert wire_meta["device"] == ("lth-veth0" if runtime == "host" else "eth0")
+    assert wire_meta["dropped_by_kernel"] == 0 and wire_meta["captured"] == wire_meta["packets"]
+    assert not (run_dir / "lth-capture.pcap").exists()
+    assert_no_leftovers()
+
+
+@pytest.mark.e2e
+def test_without_tcpdump_the_run_happens_with_one_line_and_empty_wire_columns(tmp_path):
+    require_root_tools("ip", "nginx", "wrk")
+    # PATH as usual, minus tcpdump: every other program through symlinks.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for folder in os.environ["PATH"].split(os.pathsep):
+        for program in Path(folder).glob("*") if Path(folder).is_dir() else []:
+            if program.name != "tcpdump" and not (bin_dir / program.name).exists():
+                (bin_dir / program.name).symlink_to(program)
+    result = subprocess.run([sys.executable, "-m", "harness", "run", "--runtime", "host", "--tools", "wrk",
+                             "--scenarios", QUICK, "--duration", "2", "--capture", "--results-root", str(tmp_path / "r")],
+                            cwd=REPO, capture_output=True, text=True, timeout=300,
+                            env={**os.environ, "PATH": str(bin_dir)})
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = [line for line in result.stdout.splitlines() if "tcpdump" in line.replace(str(tmp_path), "")]
+    assert len(lines) == 1 and "not installed" in lines[0]
+    (row,) = rows_of(tmp_path / "r")
+    assert row["status"] == "ok" and float(row["rps"]) > 0
+    assert all(row[c] == "" for c in ("wire_requests", "wire_p50_ms", "wire_p99_ms", "tool_error_p50_ms",
+                                       "tool_error_p99_ms", "lat_added_ms"))
+    assert "tcpdump is not installed" in row["notes"]
+
+
+@pytest.mark.e2e
+def test_ctrl_c_during_a_capture_leaves_no_tcpdump(tmp_path):
+    require_root_tools("ip", "nginx", "wrk", "tcpdump")
+    proc = subprocess.Popen([sys.executable, "-m", "harness", "run", "--runtime", "host", "--tools", "wrk",
+                             "--scenarios", QUICK, "--duration", "20", "--capture", "--results-root", str(tmp_path)],
+                            cwd=REPO, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 60
+    while not list(tmp_path.glob("*/*/wrk/lth-capture.pcap")):
+        assert time.monotonic() < deadline and proc.poll() is None, "the capture never started"
+        time.sleep(0.1)
+    time.sleep(1)
+    proc.send_signal(signal.SIGINT)
+    output, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 130, output
+    assert subprocess.run(["pgrep", "-f", "lth-capture.pcap"], capture_output=True).stdout == b""
+    assert_no_leftovers()
+
+
+def test_a_capture_that_cannot_start_is_a_note_not_a_failure(tmp_path):
+    require_root_tools("tcpdump")
+    nowhere = SimpleNamespace(generator_netns=[], capture_device="lth-nodev0", shape_netns=[], shape_device="")
+    capture, row = Capture(enabled=True), ab_row()
+    with capture.recording(nowhere, Target("198.18.0.2"), tmp_path):
+        pass
+    capture.fill(row)
+    assert "no wire capture: tcpdump did not start" in row.notes and "lth-nodev0" in row.notes
+    assert row.wire_requests is None and not list(tmp_path.glob("*.pcap"))
+
+
+# runs.csv and environment.json of a real `harness run --runtime host --tools wrk,ab,k6,autocannon,jmeter
+# --scenarios scenarios/shootout.yaml:vu20-rtt0.1,vu20-rtt10 --duration 10 --capture`.
+CAPTURED = next((FIXTURES / "wire" / "results-host").iterdir())
+
+
+def test_the_report_draws_latency_accuracy_from_captured_runs_only(tmp_path):
+    from analysis import load_results
+    from analysis.report import build
+    page = build([CAPTURED], tmp_path / "captured").read_text()
+    assert (tmp_path / "captured" / "latency_accuracy.png").stat().st_size > 10_000
+    assert 'id="chart-latency_accuracy"' in page and "wire figures: tcpdump on the generator's side" in page
+    df = load_results(CAPTURED)
+    assert (df["lat_added_ms"] == df["tool_error_p50_ms"]).all() and (df["lat_added_ms"] > 0).all()
+    sample = build(sorted((REPO / "results" / "sample").iterdir()), tmp_path / "sample").read_text()
+    assert 'id="chart-latency_accuracy"' not in sample and "no run was captured" in sample
