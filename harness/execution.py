@@ -10,7 +10,7 @@ from pathlib import Path
 
 from harness.cleanup import signals_deferred
 from harness.runtimes.base import Session
-from harness.sampling import Sample, TopSampler
+from harness.sampling import PidSource, Sample, TopSampler
 
 STDOUT, STDERR, SAMPLES = "stdout.txt", "stderr.txt", "samples.csv"
 
@@ -24,6 +24,7 @@ class Execution:
     samples: list[Sample]            # t_s counted from launch
     stdout: str
     stderr: str
+    others: dict[str, list[Sample]] | None = None   # further groups sampled alongside (the target)
 
 
 def _kill(pids: set[int], sig: int) -> None:
@@ -47,13 +48,14 @@ def stop_tool(proc: subprocess.Popen, pids: set[int]) -> None:
         proc.wait(timeout=10)
 
 
-def execute(session: Session, argv: list[str], run_dir: Path, timeout_s: float) -> Execution:
+def execute(session: Session, argv: list[str], run_dir: Path, timeout_s: float,
+            others: dict[str, PidSource] | None = None) -> Execution:
     started, launched_at = time.monotonic(), time.time()
     timed_out = False
     with (run_dir / STDOUT).open("w") as out, (run_dir / STDERR).open("w") as err:
         proc = session.popen(argv, out, err)
         tool_pids = session.pids(proc)
-        with TopSampler(tool_pids) as sampler:
+        with TopSampler(tool_pids, others=others, check=session.memory_check) as sampler:
             try:
                 proc.wait(timeout=timeout_s)
             except subprocess.TimeoutExpired:
@@ -64,6 +66,8 @@ def execute(session: Session, argv: list[str], run_dir: Path, timeout_s: float) 
                     stop_tool(proc, tool_pids())
                 raise
         sampler.write_csv(run_dir / SAMPLES)
+        for name in others or {}:
+            sampler.write_csv(run_dir / f"samples-{name}.csv", name)
     return Execution(
         exit_code=proc.returncode,
         timed_out=timed_out,
@@ -72,4 +76,5 @@ def execute(session: Session, argv: list[str], run_dir: Path, timeout_s: float) 
         samples=sampler.samples,
         stdout=(run_dir / STDOUT).read_text(errors="replace"),
         stderr=(run_dir / STDERR).read_text(errors="replace"),
+        others={name: sampler.groups[name] for name in others or {}},
     )
