@@ -10,7 +10,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from harness.adapter import RunSpec, ToolAdapter, ToolOutput
-from harness.cpus import CpuSplit
+from harness.cpus import CpuSplit, format_cpus
 from harness.execution import Execution, execute
 from harness.runtimes.base import Session
 from harness.results import RunRow
@@ -42,14 +42,23 @@ def limited_by(row: RunRow, all_cpus: int) -> str:
     """Which side limited the run, in a few words (for the console and the report)."""
     if row.status != "ok":
         return "n/a"
-    if row.tool_saturated and row.target_saturated:
+    return side(row.tool_saturated, row.target_saturated, bool(row.cpus_tool), row.cpu_avg_pct,
+                row.target_cpu_pct, all_cpus)
+
+
+def side(tool_saturated: bool | None, target_saturated: bool | None, isolated: bool, cpu_pct: float | None,
+         target_cpu_pct: float | None, all_cpus: int) -> str:
+    """The rule behind limited_by, on plain values (the report applies it to runs.csv rows)."""
+    if tool_saturated and target_saturated:
         return "tool and target"
-    if row.tool_saturated:
+    if tool_saturated:
         return "tool"
-    if row.target_saturated:
+    if target_saturated:
         return "target"
-    if not row.cpus_tool and row.cpu_avg_pct is not None and row.target_cpu_pct is not None \
-            and row.cpu_avg_pct + row.target_cpu_pct >= SATURATED * 100 * all_cpus:
+    if tool_saturated is None and target_saturated is None:
+        return "not measured"
+    if not isolated and cpu_pct is not None and target_cpu_pct is not None \
+            and cpu_pct + target_cpu_pct >= SATURATED * 100 * all_cpus:
         return "shared CPUs"
     return "neither (latency or the tool's own limits)"
 
@@ -68,6 +77,16 @@ def memory_note(usage: Usage, check_name: str) -> str:
             f"({diff:+.0%}) in the last sampled frame of the load window")
 
 
+def affinity_note(affinity: dict[str, dict[int, str]], split: CpuSplit) -> str:
+    """A note naming any sampled process that was allowed CPUs outside its side's set."""
+    if not split.isolated:
+        return ""
+    expected = {"": format_cpus(split.tool), "nginx": format_cpus(split.target), "toxiproxy": format_cpus(split.target)}
+    escaped = [f"{name or 'tool'} pid {pid} on CPUs {cpus}" for name, pids in affinity.items()
+               for pid, cpus in pids.items() if name in expected and cpus != expected[name]]
+    return f"isolation breached: {', '.join(escaped)}" if escaped else ""
+
+
 def fill(row: RunRow, execution: Execution, window: tuple[float, float] | None, split: CpuSplit,
          check_name: str) -> dict:
     """The target's CPU, both flags, req_per_cpu_s and the memory cross-check into ``row``;
@@ -84,8 +103,10 @@ def fill(row: RunRow, execution: Execution, window: tuple[float, float] | None, 
     if proxy is not None and proxy.cpu_avg_pct is not None:
         notes.append(f"target_cpu_pct counts Toxiproxy ({proxy.cpu_avg_pct:.0f}%) beside Nginx: both run on the "
                      "target's CPUs")
+    notes.append(affinity_note(execution.affinity or {}, split))
     row.notes = "; ".join(filter(None, [row.notes, *notes]))
     return {"target_usage": {name: asdict(u) for name, u in groups.items()},
+            "cpus_allowed": {name or "tool": pids for name, pids in (execution.affinity or {}).items()},
             "memory_check": {"method": check_name, "top_mb": tool.check_top_mb, "check_mb": tool.check_mb}}
 
 

@@ -25,6 +25,7 @@ class Execution:
     stdout: str
     stderr: str
     others: dict[str, list[Sample]] | None = None   # further groups sampled alongside (the target)
+    affinity: dict[str, dict[int, str]] | None = None  # group ("" = tool) -> pid -> allowed CPU list
 
 
 def _kill(pids: set[int], sig: int) -> None:
@@ -77,4 +78,5 @@ def execute(session: Session, argv: list[str], run_dir: Path, timeout_s: float,
         stdout=(run_dir / STDOUT).read_text(errors="replace"),
         stderr=(run_dir / STDERR).read_text(errors="replace"),
         others={name: sampler.groups[name] for name in others or {}},
+        affinity=sampler.affinity,
     )

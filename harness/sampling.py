@@ -86,6 +86,20 @@ def summarise(samples: list[Sample], window: tuple[float, float] | None = None) 
     )
 
 
+def allowed_cpus(pid: int) -> str | None:
+    """Cpus_allowed_list of every thread of ``pid`` (distinct lists joined by ' | '): JVM and
+    worker threads are checked too, not just the main thread."""
+    lists = set()
+    try:
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            status = (task / "status").read_text()
+            lists.update(line.split(":", 1)[1].strip() for line in status.splitlines()
+                         if line.startswith("Cpus_allowed_list:"))
+    except OSError:
+        pass
+    return " | ".join(sorted(lists)) or None
+
+
 def vmrss_mb(pids: set[int]) -> float | None:
     """Summed VmRSS of /proc/<pid>/status (None when no process could be read)."""
     total, read = 0, 0
@@ -110,6 +124,8 @@ class TopSampler:
         self._check = check
         self.groups: dict[str, list[Sample]] = {name: [] for name in self._sources}
         self.samples: list[Sample] = self.groups[""]
+        # The CPUs each sampled process (all its threads) was allowed, read when first seen.
+        self.affinity: dict[str, dict[int, str]] = {name: {} for name in self._sources}
         self._proc: subprocess.Popen | None = None
         self._thread: threading.Thread | None = None
 
@@ -145,6 +161,7 @@ class TopSampler:
                 # top prints a frame at once: the tool's pids as of its header are the frame's pids.
                 columns, frame = None, []
                 wanted = {name: source() for name, source in self._sources.items()}
+                self._note_affinity(wanted)
                 # Read now, next to top's own reading of the frame (_record runs a frame later).
                 check = self._check(wanted[""]) if self._check and wanted[""] else None
                 frame_t = time.monotonic() - self._started
@@ -154,6 +171,13 @@ class TopSampler:
                 frame.append(line.split(None, len(columns) - 1))
         if columns is not None:
             self._record(frame_t, columns, frame, wanted, first, check)
+
+    def _note_affinity(self, wanted: dict[str, set[int]]) -> None:
+        for name, pids in wanted.items():
+            for pid in pids - self.affinity[name].keys():
+                cpus = allowed_cpus(pid)
+                if cpus is not None:
+                    self.affinity[name][pid] = cpus
 
     def _record(self, frame_t: float, columns: list[str], rows: list[list[str]], wanted: dict[str, set[int]],
                 first: bool, check: float | None) -> None:
