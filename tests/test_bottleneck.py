@@ -1,0 +1,106 @@
+"""CPU split, saturation flags, efficiency figures and the stall-proof CPU average (issue 11)."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import FIXTURES
+from harness.bottleneck import affinity_note, mem_per_vu_kb, req_per_cpu_s, saturated, side
+from harness.cpus import CpuSplit, choose_split, format_cpus, parse_cpus
+from harness.errors import HarnessError
+from harness.sampling import Sample, TopSampler, read_csv, summarise
+
+
+def test_cpu_lists_round_trip():
+    assert parse_cpus("0,2-4,7") == (0, 2, 3, 4, 7)
+    assert format_cpus((0, 2, 3, 4, 7)) == "0,2-4,7"
+    assert format_cpus(()) == ""
+    with pytest.raises(HarnessError, match="bad CPU list"):
+        parse_cpus("one")
+
+
+def test_default_split_gives_the_target_the_first_half():
+    two = choose_split(available=(0, 1))
+    assert (two.target, two.tool, two.isolated) == ((0,), (1,), True)
+    four = choose_split(available=(0, 1, 2, 3))
+    assert (four.target, four.tool) == ((0, 1), (2, 3))
+    assert choose_split(available=(0, 1, 2), tool="2").target == (0, 1)
+
+
+def test_one_cpu_or_no_isolation_means_sharing_and_is_recorded():
+    one = choose_split(available=(0,))
+    assert not one.isolated and one.tool_cpus == (0,) and "only 1 CPU" in one.reason
+    off = choose_split(isolation=False, available=(0, 1))
+    assert off.describe() == {"cpu_isolation": False, "cpus_available": "0-1", "cpus_target": "", "cpus_tool": "",
+                              "cpu_split_reason": off.reason}
+    assert off.tool_cpus == (0, 1) and off.taskset("target") == []
+
+
+@pytest.mark.parametrize("target, tool, message", [
+    ("0-1", "1", "overlap"), ("0-1", None, "without a CPU"), ("5", None, "not available"),
+])
+def test_a_bad_split_is_one_clear_error(target, tool, message):
+    with pytest.raises(HarnessError, match=message):
+        choose_split(target=target, tool=tool, available=(0, 1))
+    with pytest.raises(HarnessError, match="no-isolation"):
+        choose_split(isolation=False, tool="1", available=(0, 1))
+
+
+def test_saturation_is_90_percent_of_the_sides_cpus():
+    assert saturated(90.0, 1) and not saturated(89.9, 1)
+    assert saturated(180.0, 2) and not saturated(170.0, 2)
+    assert saturated(None, 1) is None
+
+
+def test_which_side_limited_the_run():
+    assert side(True, False, True, 99, 40, 2) == "tool"
+    assert side(False, True, True, 40, 95, 2) == "target"
+    assert side(True, True, True, 95, 95, 2) == "tool and target"
+    assert side(False, False, False, 100, 85, 2) == "shared CPUs"        # 185% of two shared CPUs
+    assert side(False, False, True, 50, 50, 2).startswith("neither")
+    assert side(None, None, True, None, None, 2) == "not measured"
+
+
+def test_requests_per_cpu_second_and_memory_per_vu():
+    assert req_per_cpu_s(10_000, 50.0, 10.0) == 2000           # 10k requests on half a core for 10 s
+    assert req_per_cpu_s(10_000, 0.0, 10.0) is None and req_per_cpu_s(None, 50.0, 10.0) is None
+    assert mem_per_vu_kb(30.0, 10.0, 20) == 1024                # 20 MiB over 20 VUs
+    assert mem_per_vu_kb(30.0, None, 20) is None
+
+
+def test_frames_are_weighted_by_the_time_they_cover():
+    samples = [Sample(0, 10, 0, 1, True), Sample(1.0, 10, 50, 1, False), Sample(2.4, 10, 100, 1, False)]
+    assert summarise(samples).cpu_avg_pct == pytest.approx((50 * 1.0 + 100 * 1.4) / 2.4)
+
+
+def test_a_frame_after_a_stall_does_not_inflate_cpu_on_a_real_sample_file():
+    # locust-multi in Docker: top printed nothing for 3.1 s, then a frame of 382.8% on a 2-core machine.
+    folder = FIXTURES / "locust" / "locust-multi-docker"
+    meta = json.loads((folder / "meta.json").read_text())["row"]
+    samples = read_csv(folder / "samples.csv")
+    window = (meta["startup_s"], meta["startup_s"] + meta["measured_s"])
+    assert meta["cpu_avg_pct"] == pytest.approx(176.7, abs=0.1)    # what the plain mean made of it
+    usage = summarise(samples, window)
+    assert usage.cpu_frames_dropped == 1 and usage.max_gap_s > 3
+    assert usage.cpu_avg_pct < 100                                 # 64% and 83% over ~1 s each
+    assert usage.cpu_avg_pct == pytest.approx((64.0 * 1.003 + 83.2 * 1.119) / (1.003 + 1.119), abs=0.1)
+
+
+def test_the_sampler_reads_the_cpus_every_process_may_use():
+    split = CpuSplit(available=(0, 1), target=(0,), tool=(1,))
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(2.5)"], preexec_fn=lambda: split.pin("tool"))
+    with TopSampler(lambda: {child.pid}) as sampler:
+        child.wait(timeout=10)
+    assert sampler.affinity[""] == {child.pid: "1"}
+    assert affinity_note({"": sampler.affinity[""]}, split) == ""
+    assert "pid 7 on CPUs 0-1" in affinity_note({"nginx": {7: "0-1"}}, split)
+
+
+def test_the_memory_cross_check_reads_vmrss_beside_top():
+    child = subprocess.Popen([sys.executable, "-c", "b = bytearray(48 * 2**20); import time; time.sleep(2.5)"])
+    from harness.sampling import vmrss_mb
+    with TopSampler(lambda: {child.pid}, check=vmrss_mb) as sampler:
+        child.wait(timeout=10)
+    checked = [s for s in sampler.samples if s.rss_check_mb is not None and s.rss_mb > 40]
+    assert checked and all(s.rss_check_mb == pytest.approx(s.rss_mb, rel=0.1) for s in checked)
