@@ -77,13 +77,13 @@ def memory_note(usage: Usage, check_name: str) -> str:
             f"({diff:+.0%}) in the last sampled frame of the load window")
 
 
-def affinity_note(affinity: dict[str, dict[int, str]], split: CpuSplit) -> str:
+def affinity_note(affinity: dict[str, dict[int, dict]], split: CpuSplit) -> str:
     """A note naming any sampled process that was allowed CPUs outside its side's set."""
     if not split.isolated:
         return ""
     expected = {"": format_cpus(split.tool), "nginx": format_cpus(split.target), "toxiproxy": format_cpus(split.target)}
-    escaped = [f"{name or 'tool'} pid {pid} on CPUs {cpus}" for name, pids in affinity.items()
-               for pid, cpus in pids.items() if name in expected and cpus != expected[name]]
+    escaped = [f"{name or 'tool'} pid {pid} ({seen['name']}) on CPUs {seen['cpus']}" for name, pids in affinity.items()
+               for pid, seen in pids.items() if name in expected and seen["cpus"] != expected[name]]
     return f"isolation breached: {', '.join(escaped)}" if escaped else ""
 
 

@@ -25,7 +25,7 @@ class Execution:
     stdout: str
     stderr: str
     others: dict[str, list[Sample]] | None = None   # further groups sampled alongside (the target)
-    affinity: dict[str, dict[int, str]] | None = None  # group ("" = tool) -> pid -> allowed CPU list
+    affinity: dict[str, dict[int, dict]] | None = None  # group ("" = tool) -> pid -> name, threads, cpus
 
 
 def _kill(pids: set[int], sig: int) -> None:

@@ -86,18 +86,20 @@ def summarise(samples: list[Sample], window: tuple[float, float] | None = None) 
     )
 
 
-def allowed_cpus(pid: int) -> str | None:
-    """Cpus_allowed_list of every thread of ``pid`` (distinct lists joined by ' | '): JVM and
-    worker threads are checked too, not just the main thread."""
-    lists = set()
+def allowed_cpus(pid: int) -> dict | None:
+    """The process's name, thread count and the Cpus_allowed_list of every one of its threads
+    (distinct lists joined by ' | '): JVM and worker threads are checked, not just the main one."""
+    lists, threads = set(), 0
     try:
+        name = Path(f"/proc/{pid}/comm").read_text().strip()
         for task in Path(f"/proc/{pid}/task").iterdir():
             status = (task / "status").read_text()
             lists.update(line.split(":", 1)[1].strip() for line in status.splitlines()
                          if line.startswith("Cpus_allowed_list:"))
+            threads += 1
     except OSError:
         pass
-    return " | ".join(sorted(lists)) or None
+    return {"name": name, "threads": threads, "cpus": " | ".join(sorted(lists))} if lists else None
 
 
 def vmrss_mb(pids: set[int]) -> float | None:
@@ -124,8 +126,8 @@ class TopSampler:
         self._check = check
         self.groups: dict[str, list[Sample]] = {name: [] for name in self._sources}
         self.samples: list[Sample] = self.groups[""]
-        # The CPUs each sampled process (all its threads) was allowed, read when first seen.
-        self.affinity: dict[str, dict[int, str]] = {name: {} for name in self._sources}
+        # The CPUs each sampled process (all its threads) was allowed, read at every frame.
+        self.affinity: dict[str, dict[int, dict]] = {name: {} for name in self._sources}
         self._proc: subprocess.Popen | None = None
         self._thread: threading.Thread | None = None
 
@@ -173,11 +175,15 @@ class TopSampler:
             self._record(frame_t, columns, frame, wanted, first, check)
 
     def _note_affinity(self, wanted: dict[str, set[int]]) -> None:
+        """Every frame: a process may exec (shell -> JVM) or start threads after it was first seen."""
         for name, pids in wanted.items():
-            for pid in pids - self.affinity[name].keys():
-                cpus = allowed_cpus(pid)
-                if cpus is not None:
-                    self.affinity[name][pid] = cpus
+            for pid in pids:
+                seen, now = self.affinity[name].get(pid), allowed_cpus(pid)
+                if now is not None and seen is not None:
+                    cpus = sorted(set(seen["cpus"].split(" | ")) | set(now["cpus"].split(" | ")))
+                    now = {"name": now["name"], "threads": max(seen["threads"], now["threads"]), "cpus": " | ".join(cpus)}
+                if now is not None:
+                    self.affinity[name][pid] = now
 
     def _record(self, frame_t: float, columns: list[str], rows: list[list[str]], wanted: dict[str, set[int]],
                 first: bool, check: float | None) -> None:

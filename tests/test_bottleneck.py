@@ -92,9 +92,11 @@ def test_the_sampler_reads_the_cpus_every_process_may_use():
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(2.5)"], preexec_fn=lambda: split.pin("tool"))
     with TopSampler(lambda: {child.pid}) as sampler:
         child.wait(timeout=10)
-    assert sampler.affinity[""] == {child.pid: "1"}
+    assert sampler.affinity[""] == {child.pid: {"name": "python3", "threads": 1, "cpus": "1"}} or \
+        sampler.affinity[""][child.pid]["cpus"] == "1"
     assert affinity_note({"": sampler.affinity[""]}, split) == ""
-    assert "pid 7 on CPUs 0-1" in affinity_note({"nginx": {7: "0-1"}}, split)
+    assert "pid 7 (nginx) on CPUs 0-1" in affinity_note({"nginx": {7: {"name": "nginx", "threads": 1, "cpus": "0-1"}}},
+                                                        split)
 
 
 def test_the_memory_cross_check_reads_vmrss_beside_top():
