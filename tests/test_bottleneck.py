@@ -106,3 +106,9 @@ def test_the_memory_cross_check_reads_vmrss_beside_top():
         child.wait(timeout=10)
     checked = [s for s in sampler.samples if s.rss_check_mb is not None and s.rss_mb > 40]
     assert checked and all(s.rss_check_mb == pytest.approx(s.rss_mb, rel=0.1) for s in checked)
+
+
+def test_a_bad_cpu_option_is_one_line_and_status_2():
+    from conftest import harness
+    result = harness("run", "--runtime", "host", "--tools", "ab", "--cpus-tool", "0-1", "--cpus-target", "1", timeout=60)
+    assert result.returncode == 2 and result.stderr.count("\n") == 1 and "overlap" in result.stderr, result.stderr
