@@ -95,7 +95,7 @@ def fill_metrics(row: RunRow, adapter: ToolAdapter, spec: RunSpec, execution: Ex
     usage = summarise(execution.samples, window)
     row.mem_avg_mb, row.mem_peak_mb, row.cpu_avg_pct = usage.mem_avg_mb, usage.mem_peak_mb, usage.cpu_avg_pct
     row.mem_startup_peak_mb = usage.mem_outside_peak_mb
-    if usage.max_gap_s > SAMPLE_GAP_WARN_S:
+    if usage.max_gap_s > SAMPLE_GAP_WARN_S or usage.cpu_frames_dropped:
         # Seen in Docker with both cores saturated: top itself stops printing for seconds.
         row.notes = "; ".join(filter(None, [row.notes, f"top sampling stalled: {usage.max_gap_s:.1f} s without a "
                                                        f"frame, memory/CPU rest on {usage.samples} samples"
