@@ -216,7 +216,8 @@ def with_limits(df: pd.DataFrame) -> pd.DataFrame:
     cores = pd.to_numeric(df.get("env_cores"), errors="coerce")
     tool_cpus, target_cpus = _cpus(df["cpus_tool"], cores), _cpus(df["cpus_target"], cores)
     limits = [side(_bool(r.tool_saturated), _bool(r.target_saturated), isinstance(r.cpus_tool, str) and bool(r.cpus_tool),
-                   r.cpu_avg_pct, r.target_cpu_pct, int(c) if pd.notna(c) else 0) if r.status == OK else "n/a"
+                   r.cpu_avg_pct, r.target_cpu_pct, int(c) if pd.notna(c) else 0,
+                   r.notes if isinstance(r.notes, str) else "") if r.status == OK else "n/a"
               for r, c in zip(df.itertuples(), cores)]
     return df.assign(tool_cpu_share=df["cpu_avg_pct"] / tool_cpus, target_cpu_share=df["target_cpu_pct"] / target_cpus,
                      limited_by=limits)

@@ -14,9 +14,10 @@ from harness.cpus import CpuSplit, format_cpus
 from harness.execution import Execution, execute
 from harness.runtimes.base import Session
 from harness.results import RunRow
-from harness.sampling import Usage, summarise
+from harness.sampling import Usage, busy_pct, summarise
 
 SATURATED = 0.9    # share of a side's CPUs, averaged over the load window
+CONTENDED = "CPUs contended"   # the note's opening words: a side's CPUs were busy with other work
 
 
 def saturated(cpu_pct: float | None, cpus: int) -> bool | None:
@@ -43,11 +44,11 @@ def limited_by(row: RunRow, all_cpus: int) -> str:
     if row.status != "ok":
         return "n/a"
     return side(row.tool_saturated, row.target_saturated, bool(row.cpus_tool), row.cpu_avg_pct,
-                row.target_cpu_pct, all_cpus)
+                row.target_cpu_pct, all_cpus, row.notes)
 
 
 def side(tool_saturated: bool | None, target_saturated: bool | None, isolated: bool, cpu_pct: float | None,
-         target_cpu_pct: float | None, all_cpus: int) -> str:
+         target_cpu_pct: float | None, all_cpus: int, notes: str = "") -> str:
     """The rule behind limited_by, on plain values (the report applies it to runs.csv rows)."""
     if tool_saturated and target_saturated:
         return "tool and target"
@@ -60,6 +61,8 @@ def side(tool_saturated: bool | None, target_saturated: bool | None, isolated: b
     if not isolated and cpu_pct is not None and target_cpu_pct is not None \
             and cpu_pct + target_cpu_pct >= SATURATED * 100 * all_cpus:
         return "shared CPUs"
+    if CONTENDED in notes:
+        return "other processes on the machine"
     return "neither (latency or the tool's own limits)"
 
 
@@ -87,6 +90,21 @@ def affinity_note(affinity: dict[str, dict[int, dict]], split: CpuSplit) -> str:
     return f"isolation breached: {', '.join(escaped)}" if escaped else ""
 
 
+def contention_note(row: RunRow, busy: dict[str, float | None], split: CpuSplit) -> str:
+    """A note when a side's CPUs were >= 90% busy but the side itself was not saturated: other
+    processes (or, without isolation, the other side) took the difference."""
+    sides = []
+    for name, own, cpus in (("tool", row.cpu_avg_pct, split.tool_cpus), ("target", row.target_cpu_pct, split.target_cpus)):
+        total = busy.get(name)
+        if total is not None and own is not None and total >= SATURATED * 100 and own < SATURATED * 100 * len(cpus):
+            sides.append(f"the {name}'s CPUs {format_cpus(cpus)} were {total:.0f}% busy while it used "
+                         f"{own / len(cpus):.0f}% of them")
+    if not sides or not split.isolated and row.cpu_avg_pct is not None and row.target_cpu_pct is not None \
+            and row.cpu_avg_pct + row.target_cpu_pct >= SATURATED * 100 * len(split.available):
+        return ""
+    return f"{CONTENDED}: {'; '.join(sides)} (other processes took the rest)"
+
+
 def fill(row: RunRow, execution: Execution, window: tuple[float, float] | None, split: CpuSplit,
          check_name: str) -> dict:
     """The target's CPU, both flags, req_per_cpu_s and the memory cross-check into ``row``;
@@ -104,8 +122,12 @@ def fill(row: RunRow, execution: Execution, window: tuple[float, float] | None, 
         notes.append(f"target_cpu_pct counts Toxiproxy ({proxy.cpu_avg_pct:.0f}%) beside Nginx: both run on the "
                      "target's CPUs")
     notes.append(affinity_note(execution.affinity or {}, split))
+    busy = {name: busy_pct(execution.cpu_busy or [], cpus, window)
+            for name, cpus in (("tool", split.tool_cpus), ("target", split.target_cpus))}
+    notes.append(contention_note(row, busy, split))
     row.notes = "; ".join(filter(None, [row.notes, *notes]))
     return {"target_usage": {name: asdict(u) for name, u in groups.items()},
+            "cpus_busy_pct": busy,
             "cpus_allowed": {name or "tool": pids for name, pids in (execution.affinity or {}).items()},
             "memory_check": {"method": check_name, "top_mb": tool.check_top_mb, "check_mb": tool.check_mb}}
 

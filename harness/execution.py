@@ -10,7 +10,7 @@ from pathlib import Path
 
 from harness.cleanup import signals_deferred
 from harness.runtimes.base import Session
-from harness.sampling import PidSource, Sample, TopSampler
+from harness.sampling import CpuFrame, PidSource, Sample, TopSampler
 
 STDOUT, STDERR, SAMPLES = "stdout.txt", "stderr.txt", "samples.csv"
 
@@ -26,6 +26,7 @@ class Execution:
     stderr: str
     others: dict[str, list[Sample]] | None = None   # further groups sampled alongside (the target)
     affinity: dict[str, dict[int, dict]] | None = None  # group ("" = tool) -> pid -> name, threads, cpus
+    cpu_busy: list[CpuFrame] | None = None             # every CPU's busy % per frame (top -1)
 
 
 def _kill(pids: set[int], sig: int) -> None:
@@ -79,4 +80,5 @@ def execute(session: Session, argv: list[str], run_dir: Path, timeout_s: float,
         stderr=(run_dir / STDERR).read_text(errors="replace"),
         others={name: sampler.groups[name] for name in others or {}},
         affinity=sampler.affinity,
+        cpu_busy=sampler.cpu_busy,
     )

@@ -14,6 +14,7 @@ by the time since their previous frame.
 from __future__ import annotations
 
 import csv
+import re
 import subprocess
 import threading
 import time
@@ -23,6 +24,7 @@ from statistics import fmean
 from typing import Callable
 
 PidSource = Callable[[], set[int]]
+_CPU_IDLE = re.compile(r"%Cpu(\d+)\s*:.*?([\d.,]+)\s*id")
 MemoryCheck = Callable[[set[int]], "float | None"]   # an independent MiB figure for the same pids
 STALL_S = 1.5   # a frame later than this after the previous one follows a stall (interval 1 s)
 _UNITS_KIB = {"k": 1, "m": 1024, "g": 1024**2, "t": 1024**3, "p": 1024**4}
@@ -36,6 +38,14 @@ class Sample:
     processes: int
     first_frame: bool
     rss_check_mb: float | None = None   # the same processes' memory read another way (VmRSS, cgroup)
+
+
+@dataclass(frozen=True)
+class CpuFrame:
+    t_s: float
+    cpu: int
+    busy_pct: float     # 100 - idle, every process and the kernel
+    first_frame: bool
 
 
 @dataclass(frozen=True)
@@ -128,12 +138,13 @@ class TopSampler:
         self.samples: list[Sample] = self.groups[""]
         # The CPUs each sampled process (all its threads) was allowed, read at every frame.
         self.affinity: dict[str, dict[int, dict]] = {name: {} for name in self._sources}
+        self.cpu_busy: list[CpuFrame] = []
         self._proc: subprocess.Popen | None = None
         self._thread: threading.Thread | None = None
 
     def __enter__(self) -> "TopSampler":
         self._proc = subprocess.Popen(
-            ["top", "-b", "-d", str(self._interval_s), "-w", "512", "-e", "k"],
+            ["top", "-b", "-d", str(self._interval_s), "-w", "512", "-e", "k", "-1"],
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env={"LC_ALL": "C", "TERM": "dumb"},
         )
         self._started = time.monotonic()
@@ -167,12 +178,19 @@ class TopSampler:
                 # Read now, next to top's own reading of the frame (_record runs a frame later).
                 check = self._check(wanted[""]) if self._check and wanted[""] else None
                 frame_t = time.monotonic() - self._started
+            elif line.startswith("%Cpu"):
+                self._note_cpus(frame_t, first, line)
             elif line.lstrip().startswith("PID "):
                 columns = line.split()
             elif columns is not None and line.strip():
                 frame.append(line.split(None, len(columns) - 1))
         if columns is not None:
             self._record(frame_t, columns, frame, wanted, first, check)
+
+    def _note_cpus(self, frame_t: float, first: bool, line: str) -> None:
+        """top -1 prints every CPU's summary (several per line when the width allows): 100 - idle."""
+        for cpu, idle in _CPU_IDLE.findall(line):
+            self.cpu_busy.append(CpuFrame(round(frame_t, 3), int(cpu), 100 - float(idle.replace(",", ".")), first))
 
     def _note_affinity(self, wanted: dict[str, set[int]]) -> None:
         """Every frame: a process may exec (shell -> JVM) or start threads after it was first seen."""
@@ -206,6 +224,13 @@ class TopSampler:
             for s in self.groups[group]:
                 check = "" if s.rss_check_mb is None else f"{s.rss_check_mb:.3f}"
                 writer.writerow([s.t_s, f"{s.rss_mb:.3f}", f"{s.cpu_pct:.1f}", s.processes, int(s.first_frame), check])
+
+
+def busy_pct(cpu_busy: list[CpuFrame], cpus: tuple[int, ...], window: tuple[float, float] | None) -> float | None:
+    """How busy the CPUs in ``cpus`` were (any process, the kernel too) over the window, on average."""
+    frames = [f for f in cpu_busy if f.cpu in cpus and not f.first_frame
+              and (window is None or window[0] <= f.t_s <= window[1])]
+    return fmean(f.busy_pct for f in frames) if frames else None
 
 
 def read_csv(path: Path) -> list[Sample]:

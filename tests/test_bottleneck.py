@@ -1,5 +1,6 @@
 """CPU split, saturation flags, efficiency figures and the stall-proof CPU average (issue 11)."""
 import json
+import os
 import subprocess
 import sys
 
@@ -104,11 +105,34 @@ def test_the_memory_cross_check_reads_vmrss_beside_top():
     from harness.sampling import vmrss_mb
     with TopSampler(lambda: {child.pid}, check=vmrss_mb) as sampler:
         child.wait(timeout=10)
-    checked = [s for s in sampler.samples if s.rss_check_mb is not None and s.rss_mb > 40]
-    assert checked and all(s.rss_check_mb == pytest.approx(s.rss_mb, rel=0.1) for s in checked)
+    checked = [s for s in sampler.samples if s.rss_check_mb is not None]
+    assert checked[-1].rss_mb > 48 and checked[-1].rss_check_mb == pytest.approx(checked[-1].rss_mb, rel=0.1)
+    assert all(s.rss_check_mb is None for s in sampler.samples if s.processes == 0)
 
 
 def test_a_bad_cpu_option_is_one_line_and_status_2():
     from conftest import harness
     result = harness("run", "--runtime", "host", "--tools", "ab", "--cpus-tool", "0-1", "--cpus-target", "1", timeout=60)
     assert result.returncode == 2 and result.stderr.count("\n") == 1 and "overlap" in result.stderr, result.stderr
+
+
+def test_busy_cpus_with_an_unsaturated_side_are_named_as_contention():
+    from harness.bottleneck import contention_note
+    from harness.results import RunRow
+    split = CpuSplit(available=(0, 1), target=(0,), tool=(1,))
+    row = RunRow(tool="wrk", tool_version="4", runtime="host", scenario="s", vus=20, rtt_target_ms=0.1, duration_s=10,
+                 status="ok", cpu_avg_pct=26.0, target_cpu_pct=95.0, cpus_target="0", cpus_tool="1")
+    note = contention_note(row, {"tool": 99.0, "target": 97.0}, split)
+    assert note.startswith("CPUs contended") and "tool's CPUs 1 were 99% busy while it used 26%" in note
+    assert "target" not in note.split("(")[0].replace("target's", "")   # Nginx was saturated itself: no contention
+    assert contention_note(row, {"tool": 40.0, "target": 97.0}, split) == ""
+    assert side(False, False, True, 26, 30, 2, note) == "other processes on the machine"
+
+
+def test_top_reports_every_cpus_busy_share():
+    from harness.sampling import busy_pct
+    with TopSampler(lambda: set()) as sampler:
+        subprocess.run([sys.executable, "-c", "import time; time.sleep(2.2)"])
+    cpus = {f.cpu for f in sampler.cpu_busy}
+    assert cpus == set(os.sched_getaffinity(0)) | cpus and len(cpus) == os.cpu_count()
+    assert 0 <= busy_pct(sampler.cpu_busy, tuple(cpus), None) <= 100
