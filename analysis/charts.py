@@ -233,10 +233,13 @@ def bottleneck(df: pd.DataFrame) -> plt.Figure:
         _bars(ax, spread(subset, "tool_cpu_share"), labels, color="tab:blue", offset=-0.2, height=0.4, name="tool")
         _bars(ax, spread(subset, "target_cpu_share"), labels, color="tab:red", offset=0.2, height=0.4, name="Nginx")
         ax.axvline(SATURATED * 100, color="grey", linestyle="--", linewidth=0.8)
+        right = max(160.0, np.nanmax([subset["tool_cpu_share"].max(), subset["target_cpu_share"].max(), 0]) * 1.05)
+        ax.set_xlim(0, right)
         for y, label in enumerate(labels):
             runs = subset[(subset["label"] == label) & (subset["status"] == OK)]
             sides = ", ".join(sorted(set(runs["limited_by"]))) if len(runs) else ""
-            ax.text(2, y, sides.replace(" (latency or the tool's own limits)", ""), fontsize=6, va="center")
+            ax.text(right * 0.99, y, sides.replace(" (latency or the tool's own limits)", "").replace(" on the machine", ""),
+                    fontsize=6, va="center", ha="right")
         cpus = subset[["cpus_tool", "cpus_target"]].astype(object).fillna("").drop_duplicates()
         split = "; ".join(f"tool on {t or 'all'}, Nginx on {g or 'all'}" for t, g in cpus.itertuples(index=False))
         ax.set_title(f"{scenario} ({split})", fontsize=8)
