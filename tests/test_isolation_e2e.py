@@ -12,13 +12,14 @@ import pytest
 
 from conftest import harness, require_root_tools
 from harness.cpus import format_cpus
+from harness.runtimes.docker import docker_available
 
 pytestmark = pytest.mark.e2e
 ALL = format_cpus(tuple(sorted(os.sched_getaffinity(0))))
 
 
-def run(tmp_path: Path, tools: str, *extra: str) -> tuple[list[dict], dict, Path]:
-    result = harness("run", "--runtime", "host", "--tools", tools, "--scenarios", "scenarios/quick.yaml:vu20-rtt0.1",
+def run(tmp_path: Path, tools: str, *extra: str, runtime: str = "host") -> tuple[list[dict], dict, Path]:
+    result = harness("run", "--runtime", runtime, "--tools", tools, "--scenarios", "scenarios/quick.yaml:vu20-rtt0.1",
                      "--duration", "4", "--results-root", str(tmp_path), *extra)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     latest = tmp_path / "latest"
@@ -73,3 +74,17 @@ def test_every_jmeter_process_and_thread_stays_on_the_tools_cpus(tmp_path):
     assert jvm and max(p["threads"] for p in jvm) > 10, processes(latest, row)
     assert set(allowed(latest, row)["nginx"].values()) == {"0"}
     assert "isolation breached" not in row["notes"]
+
+
+def test_docker_compose_cpusets_hold_the_tool_and_nginx(tmp_path):
+    require_root_tools("top")
+    if docker_available() is None:
+        pytest.fail("no Docker daemon answers: `make test` starts one (scripts/deps.sh)")
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("isolation needs at least 2 CPUs")
+    rows, env, latest = run(tmp_path, "ab", runtime="docker")
+    row = rows[0]
+    assert row["status"] == "ok", row["error"]
+    cpus = allowed(latest, row)
+    assert set(cpus["tool"].values()) == {row["cpus_tool"]} and set(cpus["nginx"].values()) == {row["cpus_target"]}
+    assert float(row["target_cpu_pct"]) > 1 and env["cpu_isolation"] is True
