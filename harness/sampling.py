@@ -24,7 +24,7 @@ from statistics import fmean
 from typing import Callable
 
 PidSource = Callable[[], set[int]]
-_CPU_IDLE = re.compile(r"%Cpu(\d+)\s*:.*?([\d.,]+)\s*id")
+_CPU_IDLE = re.compile(r"%Cpu(\d+)\s*:.*?(\d+(?:\.\d+)?)\s*id")   # fields can touch: "0.0 ni,100.0 id"
 MemoryCheck = Callable[[set[int]], "float | None"]   # an independent MiB figure for the same pids
 STALL_S = 1.5   # a frame later than this after the previous one follows a stall (interval 1 s)
 _UNITS_KIB = {"k": 1, "m": 1024, "g": 1024**2, "t": 1024**3, "p": 1024**4}
@@ -155,7 +155,11 @@ class TopSampler:
     def __exit__(self, *exc) -> None:
         if self._proc and self._proc.poll() is None:
             self._proc.terminate()
-            self._proc.wait(timeout=5)
+            try:
+                self._proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:   # blocked writing to a pipe nobody reads: never hang a run
+                self._proc.kill()
+                self._proc.wait(timeout=5)
         if self._thread:
             self._thread.join(timeout=5)
 
@@ -179,7 +183,10 @@ class TopSampler:
                 check = self._check(wanted[""]) if self._check and wanted[""] else None
                 frame_t = time.monotonic() - self._started
             elif line.startswith("%Cpu"):
-                self._note_cpus(frame_t, first, line)
+                try:
+                    self._note_cpus(frame_t, first, line)
+                except ValueError:   # a summary line top laid out otherwise: the processes still count
+                    pass
             elif line.lstrip().startswith("PID "):
                 columns = line.split()
             elif columns is not None and line.strip():

@@ -136,3 +136,9 @@ def test_top_reports_every_cpus_busy_share():
     cpus = {f.cpu for f in sampler.cpu_busy}
     assert cpus == set(os.sched_getaffinity(0)) | cpus and len(cpus) == os.cpu_count()
     assert 0 <= busy_pct(sampler.cpu_busy, tuple(cpus), None) <= 100
+
+
+def test_cpu_summary_fields_that_touch_are_parsed():
+    from harness.sampling import _CPU_IDLE
+    line = "%Cpu0  :  0.0 us,  0.0 sy,  0.0 ni,100.0 id,  0.0 wa,  0.0 st   %Cpu1  : 72.0 us, 22.9 sy,  0.0 ni,  5.0 id"
+    assert _CPU_IDLE.findall(line) == [("0", "100.0"), ("1", "5.0")]
