@@ -212,7 +212,7 @@ def _cpus(column: pd.Series, all_cpus: pd.Series) -> pd.Series:
 def with_limits(df: pd.DataFrame) -> pd.DataFrame:
     """Each side's CPU as a share of its own CPUs, and which side limited the run."""
     df = df.assign(**{c: df[c] if c in df else np.nan
-                      for c in ("cpus_tool", "cpus_target", "tool_saturated", "target_saturated")})
+                      for c in ("cpus_tool", "cpus_target", "tool_saturated", "target_saturated", "notes")})
     cores = pd.to_numeric(df.get("env_cores"), errors="coerce")
     tool_cpus, target_cpus = _cpus(df["cpus_tool"], cores), _cpus(df["cpus_target"], cores)
     limits = [side(_bool(r.tool_saturated), _bool(r.target_saturated), isinstance(r.cpus_tool, str) and bool(r.cpus_tool),
