@@ -86,7 +86,7 @@ def rps(df: pd.DataFrame) -> plt.Figure:
                                    (capacity, dict(color="tab:green", linestyle=":"), "target capacity")):
             if not np.isnan(value) and value <= 1.6 * top:
                 ax.axvline(value, linewidth=1.2, label=f"{name} {value:,.0f}", **style)
-        measured = f"{capacity:,.0f} rps ({how})" if not np.isnan(capacity) else how
+        measured = f"{capacity:,.0f} rps\n({how})" if not np.isnan(capacity) else f"\n{how}"
         ax.set_title(f"{scenario} ({info['vus']:.0f} VUs, {info['rtt_target_ms']:g} ms)\n"
                      f"ceiling {ceiling:,.0f} · target capacity {measured}", fontsize=8)
         ax.set_xlabel("requests/s", fontsize=8)
@@ -244,8 +244,8 @@ def bottleneck(df: pd.DataFrame) -> plt.Figure:
         split = "; ".join(f"tool on {t or 'all'}, Nginx on {g or 'all'}" for t, g in cpus.itertuples(index=False))
         ax.set_title(f"{scenario} ({split})", fontsize=8)
         ax.set_xlabel("% of the side's CPUs", fontsize=8)
-        ax.legend(fontsize=7, loc="lower right")
-    fig.tight_layout()
+    fig.legend(*facets[0][1].get_legend_handles_labels(), loc="upper right", fontsize=8, ncol=2)
+    fig.tight_layout(rect=(0, 0, 1, 0.93))
     return fig
 
 
