@@ -90,19 +90,23 @@ def affinity_note(affinity: dict[str, dict[int, dict]], split: CpuSplit) -> str:
     return f"isolation breached: {', '.join(escaped)}" if escaped else ""
 
 
-def contention_note(row: RunRow, busy: dict[str, float | None], split: CpuSplit) -> str:
-    """A note when a side's CPUs were >= 90% busy but the side itself was not saturated: other
-    processes (or, without isolation, the other side) took the difference."""
-    sides = []
-    for name, own, cpus in (("tool", row.cpu_avg_pct, split.tool_cpus), ("target", row.target_cpu_pct, split.target_cpus)):
-        total = busy.get(name)
-        if total is not None and own is not None and total >= SATURATED * 100 and own < SATURATED * 100 * len(cpus):
-            sides.append(f"the {name}'s CPUs {format_cpus(cpus)} were {total:.0f}% busy while it used "
-                         f"{own / len(cpus):.0f}% of them")
-    if not sides or not split.isolated and row.cpu_avg_pct is not None and row.target_cpu_pct is not None \
-            and row.cpu_avg_pct + row.target_cpu_pct >= SATURATED * 100 * len(split.available):
-        return ""
-    return f"{CONTENDED}: {'; '.join(sides)} (other processes took the rest)"
+def contention_note(row: RunRow, busy: dict[str, float | None], irq: dict[str, float | None], split: CpuSplit) -> str:
+    """A note when a side's CPUs were >= 90% busy, the side itself was not saturated, and other
+    processes used >= 10% of those CPUs (what is left after the side's own share and interrupts)."""
+    sides = {"tool": (row.cpu_avg_pct, split.tool_cpus), "target": (row.target_cpu_pct, split.target_cpus)}
+    if not split.isolated:   # one pool: both sides' processes are "own"
+        own = None if row.cpu_avg_pct is None or row.target_cpu_pct is None else row.cpu_avg_pct + row.target_cpu_pct
+        sides = {"tool and target": (own, split.available)}
+    found = []
+    for name, (own, cpus) in sides.items():
+        total, interrupts = busy.get(name.split()[0]), irq.get(name.split()[0]) or 0.0
+        if total is None or own is None or total < SATURATED * 100 or saturated(own, len(cpus)):
+            continue
+        others = total - interrupts - own / len(cpus)
+        if others >= (1 - SATURATED) * 100:
+            found.append(f"the {name}'s CPUs {format_cpus(cpus)} were {total:.0f}% busy: {own / len(cpus):.0f}% "
+                         f"the {name}, {interrupts:.0f}% interrupts, {others:.0f}% other processes")
+    return f"{CONTENDED}: {'; '.join(found)}" if found else ""
 
 
 def fill(row: RunRow, execution: Execution, window: tuple[float, float] | None, split: CpuSplit,
@@ -124,10 +128,12 @@ def fill(row: RunRow, execution: Execution, window: tuple[float, float] | None, 
     notes.append(affinity_note(execution.affinity or {}, split))
     busy = {name: busy_pct(execution.cpu_busy or [], cpus, window)
             for name, cpus in (("tool", split.tool_cpus), ("target", split.target_cpus))}
-    notes.append(contention_note(row, busy, split))
+    irq = {name: busy_pct(execution.cpu_busy or [], cpus, window, irq=True)
+           for name, cpus in (("tool", split.tool_cpus), ("target", split.target_cpus))}
+    notes.append(contention_note(row, busy, irq, split))
     row.notes = "; ".join(filter(None, [row.notes, *notes]))
     return {"target_usage": {name: asdict(u) for name, u in groups.items()},
-            "cpus_busy_pct": busy,
+            "cpus_busy_pct": busy, "cpus_irq_pct": irq,
             "cpus_allowed": {name or "tool": pids for name, pids in (execution.affinity or {}).items()},
             "memory_check": {"method": check_name, "top_mb": tool.check_top_mb, "check_mb": tool.check_mb}}
 

@@ -24,7 +24,9 @@ from statistics import fmean
 from typing import Callable
 
 PidSource = Callable[[], set[int]]
-_CPU_IDLE = re.compile(r"%Cpu(\d+)\s*:.*?(\d+(?:\.\d+)?)\s*id")   # fields can touch: "0.0 ni,100.0 id"
+# One CPU's summary from top -1; fields can touch ("0.0 ni,100.0 id"), several CPUs share a line.
+_NUM = r"(\d+(?:\.\d+)?)"
+_CPU_IDLE = re.compile(rf"%Cpu(\d+)\s*:.*?{_NUM}\s*id,.*?{_NUM}\s*hi,\s*{_NUM}\s*si")
 MemoryCheck = Callable[[set[int]], "float | None"]   # an independent MiB figure for the same pids
 STALL_S = 1.5   # a frame later than this after the previous one follows a stall (interval 1 s)
 _UNITS_KIB = {"k": 1, "m": 1024, "g": 1024**2, "t": 1024**3, "p": 1024**4}
@@ -46,6 +48,7 @@ class CpuFrame:
     cpu: int
     busy_pct: float     # 100 - idle, every process and the kernel
     first_frame: bool
+    irq_pct: float = 0.0   # hardware + software interrupts (the network stack's packet work)
 
 
 @dataclass(frozen=True)
@@ -196,8 +199,8 @@ class TopSampler:
 
     def _note_cpus(self, frame_t: float, first: bool, line: str) -> None:
         """top -1 prints every CPU's summary (several per line when the width allows): 100 - idle."""
-        for cpu, idle in _CPU_IDLE.findall(line):
-            self.cpu_busy.append(CpuFrame(round(frame_t, 3), int(cpu), 100 - float(idle.replace(",", ".")), first))
+        for cpu, idle, hi, si in _CPU_IDLE.findall(line):
+            self.cpu_busy.append(CpuFrame(round(frame_t, 3), int(cpu), 100 - float(idle), first, float(hi) + float(si)))
 
     def _note_affinity(self, wanted: dict[str, set[int]]) -> None:
         """Every frame: a process may exec (shell -> JVM) or start threads after it was first seen."""
@@ -233,11 +236,13 @@ class TopSampler:
                 writer.writerow([s.t_s, f"{s.rss_mb:.3f}", f"{s.cpu_pct:.1f}", s.processes, int(s.first_frame), check])
 
 
-def busy_pct(cpu_busy: list[CpuFrame], cpus: tuple[int, ...], window: tuple[float, float] | None) -> float | None:
-    """How busy the CPUs in ``cpus`` were (any process, the kernel too) over the window, on average."""
+def busy_pct(cpu_busy: list[CpuFrame], cpus: tuple[int, ...], window: tuple[float, float] | None,
+             irq: bool = False) -> float | None:
+    """How busy the CPUs in ``cpus`` were (any process, the kernel too) over the window, on average;
+    with ``irq``, the part spent in interrupts."""
     frames = [f for f in cpu_busy if f.cpu in cpus and not f.first_frame
               and (window is None or window[0] <= f.t_s <= window[1])]
-    return fmean(f.busy_pct for f in frames) if frames else None
+    return fmean(f.irq_pct if irq else f.busy_pct for f in frames) if frames else None
 
 
 def read_csv(path: Path) -> list[Sample]:

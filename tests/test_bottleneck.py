@@ -122,11 +122,17 @@ def test_busy_cpus_with_an_unsaturated_side_are_named_as_contention():
     split = CpuSplit(available=(0, 1), target=(0,), tool=(1,))
     row = RunRow(tool="wrk", tool_version="4", runtime="host", scenario="s", vus=20, rtt_target_ms=0.1, duration_s=10,
                  status="ok", cpu_avg_pct=26.0, target_cpu_pct=95.0, cpus_target="0", cpus_tool="1")
-    note = contention_note(row, {"tool": 99.0, "target": 97.0}, split)
-    assert note.startswith("CPUs contended") and "tool's CPUs 1 were 99% busy while it used 26%" in note
-    assert "target" not in note.split("(")[0].replace("target's", "")   # Nginx was saturated itself: no contention
-    assert contention_note(row, {"tool": 40.0, "target": 97.0}, split) == ""
+    note = contention_note(row, {"tool": 99.0, "target": 97.0}, {"tool": 3.0, "target": 2.0}, split)
+    assert note == "CPUs contended: the tool's CPUs 1 were 99% busy: 26% the tool, 3% interrupts, 70% other processes"
     assert side(False, False, True, 26, 30, 2, note) == "other processes on the machine"
+    # Busy with the run's own interrupts (packet work), not with other processes: no contention.
+    assert contention_note(row, {"tool": 99.0, "target": 97.0}, {"tool": 70.0, "target": 2.0}, split) == ""
+    shared = CpuSplit(available=(0, 1))
+    row.cpus_target = row.cpus_tool = ""
+    row.cpu_avg_pct, row.target_cpu_pct = 54.0, 72.0
+    assert contention_note(row, {"tool": 99.0, "target": 99.0}, {"tool": 30.0, "target": 30.0}, shared) == ""
+    assert "were 99% busy: 63% the tool and target, 5% interrupts, 31% other" in \
+        contention_note(row, {"tool": 99.0, "target": 99.0}, {"tool": 5.0, "target": 5.0}, shared)
 
 
 def test_top_reports_every_cpus_busy_share():
@@ -140,5 +146,6 @@ def test_top_reports_every_cpus_busy_share():
 
 def test_cpu_summary_fields_that_touch_are_parsed():
     from harness.sampling import _CPU_IDLE
-    line = "%Cpu0  :  0.0 us,  0.0 sy,  0.0 ni,100.0 id,  0.0 wa,  0.0 st   %Cpu1  : 72.0 us, 22.9 sy,  0.0 ni,  5.0 id"
-    assert _CPU_IDLE.findall(line) == [("0", "100.0"), ("1", "5.0")]
+    line = ("%Cpu0  :  0.0 us,  0.0 sy,  0.0 ni,100.0 id,  0.0 wa,  0.0 hi,  0.0 si,  0.0 st   "
+            "%Cpu1  : 72.0 us, 22.9 sy,  0.0 ni,  5.0 id,  0.0 wa,  0.1 hi,  5.1 si,  0.0 st")
+    assert [(cpu, idle) for cpu, idle, _, _ in _CPU_IDLE.findall(line)] == [("0", "100.0"), ("1", "5.0")]
