@@ -17,6 +17,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from analysis.load import scenario_order  # noqa: E402
+from harness.bottleneck import SATURATED, side  # noqa: E402
 
 OK = "ok"
 
@@ -52,12 +53,27 @@ def _bars(ax: plt.Axes, stats: pd.DataFrame, labels: list[str], color: str = "ta
     ax.invert_yaxis() if not ax.yaxis_inverted() else None
 
 
+def _flag(column: pd.Series) -> pd.Series:
+    return column.astype(str).str.lower() == "true"
+
+
+def target_capacity(df: pd.DataFrame) -> tuple[float, str]:
+    """Nginx's capacity as measured: the best RPS of any run in which Nginx itself was saturated
+    (target_saturated: >= 90% of its CPUs over the load window). NaN, and why, when none was."""
+    ok = df[(df["status"] == OK)]
+    if "target_saturated" not in ok:
+        return np.nan, "not measured (these results predate target CPU sampling)"
+    saturated = ok[_flag(ok["target_saturated"])]
+    if saturated.empty:
+        return np.nan, "not measured: no run saturated the target"
+    best = saturated.loc[saturated["rps"].idxmax()]
+    return best["rps"], f"best run with Nginx >= 90% of its CPUs: {best['label']}, {best['scenario']}"
+
+
 def rps(df: pd.DataFrame) -> plt.Figure:
     fig, facets = _facets(df, "Requests per second (median, min-max whiskers)")
     stats = spread(df, "rps")
-    ok = df[df["status"] == OK]
-    baseline = ok[ok["rtt_target_ms"] <= 0.5]
-    capacity = spread(baseline, "rps")["median"].max() if len(baseline) else np.nan
+    capacity, how = target_capacity(df)
     labels = sorted(df["label"].unique())
     for scenario, ax in facets:
         info = df[df["scenario"] == scenario].iloc[0]
@@ -70,8 +86,9 @@ def rps(df: pd.DataFrame) -> plt.Figure:
                                    (capacity, dict(color="tab:green", linestyle=":"), "target capacity")):
             if not np.isnan(value) and value <= 1.6 * top:
                 ax.axvline(value, linewidth=1.2, label=f"{name} {value:,.0f}", **style)
+        measured = f"{capacity:,.0f} rps\n({how})" if not np.isnan(capacity) else f"\n{how}"
         ax.set_title(f"{scenario} ({info['vus']:.0f} VUs, {info['rtt_target_ms']:g} ms)\n"
-                     f"ceiling {ceiling:,.0f} · target capacity {capacity:,.0f} rps", fontsize=9)
+                     f"ceiling {ceiling:,.0f} · target capacity {measured}", fontsize=8)
         ax.set_xlabel("requests/s", fontsize=8)
         ax.xaxis.set_major_formatter(matplotlib.ticker.EngFormatter(sep=""))
         ax.legend(fontsize=7, loc="lower right") if ax.get_legend_handles_labels()[0] else None
@@ -214,6 +231,66 @@ def docker_vs_host(df: pd.DataFrame) -> plt.Figure | None:
     return fig
 
 
+def _bool(value: object) -> bool | None:
+    return None if pd.isna(value) else str(value).lower() == "true"
+
+
+def _cpus(column: pd.Series, all_cpus: pd.Series) -> pd.Series:
+    """CPUs in a cpus_tool/cpus_target list ("0-1,3" -> 3); every CPU where the list is empty."""
+    def count(text: object) -> float:
+        if not isinstance(text, str) or not text:
+            return np.nan
+        return sum(int(b) - int(a) + 1 for a, _, b in (p.partition("-") if "-" in p else (p, "", p)
+                                                        for p in text.split(",")))
+    return column.map(count).fillna(all_cpus)
+
+
+def with_limits(df: pd.DataFrame) -> pd.DataFrame:
+    """Each side's CPU as a share of its own CPUs, and which side limited the run."""
+    df = df.assign(**{c: df[c] if c in df else np.nan
+                      for c in ("cpus_tool", "cpus_target", "tool_saturated", "target_saturated", "notes")})
+    cores = pd.to_numeric(df.get("env_cores"), errors="coerce")
+    tool_cpus, target_cpus = _cpus(df["cpus_tool"], cores), _cpus(df["cpus_target"], cores)
+    limits = [side(_bool(r.tool_saturated), _bool(r.target_saturated), isinstance(r.cpus_tool, str) and bool(r.cpus_tool),
+                   r.cpu_avg_pct, r.target_cpu_pct, int(c) if pd.notna(c) else 0,
+                   r.notes if isinstance(r.notes, str) else "") if r.status == OK else "n/a"
+              for r, c in zip(df.itertuples(), cores)]
+    return df.assign(tool_cpu_share=df["cpu_avg_pct"] / tool_cpus, target_cpu_share=df["target_cpu_pct"] / target_cpus,
+                     limited_by=limits)
+
+
+def bottleneck(df: pd.DataFrame) -> plt.Figure:
+    data = with_limits(df)
+    fig, facets = _facets(data, f"Who limits the run: each side's CPU as % of its own CPUs (>= {SATURATED:.0%}: "
+                                "saturated)")
+    labels = sorted(data["label"].unique())
+    for scenario, ax in facets:
+        subset = data[data["scenario"] == scenario]
+        _bars(ax, spread(subset, "tool_cpu_share"), labels, color="tab:blue", offset=-0.2, height=0.4, name="tool")
+        _bars(ax, spread(subset, "target_cpu_share"), labels, color="tab:red", offset=0.2, height=0.4, name="Nginx")
+        ax.axvline(SATURATED * 100, color="grey", linestyle="--", linewidth=0.8)
+        right = max(160.0, np.nanmax([subset["tool_cpu_share"].max(), subset["target_cpu_share"].max(), 0]) * 1.05)
+        ax.set_xlim(0, right)
+        for y, label in enumerate(labels):
+            runs = subset[(subset["label"] == label) & (subset["status"] == OK)]
+            sides = ", ".join(sorted(set(runs["limited_by"]))) if len(runs) else ""
+            ax.text(right * 0.99, y, sides.replace(" (latency or the tool's own limits)", "").replace(" on the machine", ""),
+                    fontsize=6, va="center", ha="right")
+        cpus = subset[["cpus_tool", "cpus_target"]].astype(object).fillna("").drop_duplicates()
+        split = "; ".join(f"tool on {t or 'all'}, Nginx on {g or 'all'}" for t, g in cpus.itertuples(index=False))
+        ax.set_title(f"{scenario} ({split})", fontsize=8)
+        ax.set_xlabel("% of the side's CPUs", fontsize=8)
+    fig.legend(*facets[0][1].get_legend_handles_labels(), loc="upper right", fontsize=8, ncol=2)
+    fig.tight_layout(rect=(0, 0, 1, 0.93))
+    return fig
+
+
+req_per_cpu = _simple("req_per_cpu_s", "Efficiency: requests per CPU-second of the tool (requests / tool CPU-seconds "
+                      "in the load window)", "requests per CPU-second")
+mem_per_vu = _simple("mem_per_vu_kb", "Memory per VU: (average RSS - the tool's RSS in a 3 s 1-VU run of the same "
+                     "suite) / VUs", "KiB per VU", 0.0)
+
+
 def counting(df: pd.DataFrame) -> plt.Figure:
     counted = df.assign(count_diff_pct=(df["requests"] - df["server_requests"]) / df["server_requests"] * 100)
     return _simple("count_diff_pct", "Counting accuracy: (tool's requests - Nginx's count) / Nginx's count",
@@ -223,7 +300,8 @@ def counting(df: pd.DataFrame) -> plt.Figure:
 NEEDS_CAPTURE = {"added_latency", "latency_accuracy"}   # drawn only from --capture runs (wire_* columns)
 
 CHARTS: dict[str, tuple[str, Callable[[pd.DataFrame], plt.Figure | None]]] = {
-    "rps": ("Requests per second per tool and scenario, with the VUs/RTT ceiling and the target's capacity", rps),
+    "rps": ("Requests per second per tool and scenario, with the VUs/RTT ceiling and the target's capacity, measured: "
+            "the best RPS of any run in which Nginx reached 90% of its CPUs (no line when no run saturated it)", rps),
     "latency": ("Response time per tool and VU level", latency),
     "added_latency": ("Latency the tool itself adds: its p50 minus the wire's p50 (captured runs only)", added_latency),
     "latency_accuracy": (f"Latency accuracy: each tool's reported p50 and p99 next to the wire's; {WIRE_CAPTION}",
@@ -231,4 +309,9 @@ CHARTS: dict[str, tuple[str, Callable[[pd.DataFrame], plt.Figure | None]]] = {
     "memory": ("Memory per tool and VU level", memory),
     "docker_vs_host": ("Container vs bare metal", docker_vs_host),
     "counting": ("Accuracy of counting: tool vs Nginx", counting),
+    "bottleneck": ("Who is the bottleneck: tool and Nginx CPU, each against its own CPU set, and which side "
+                   "saturated (>= 90% of its CPUs over the load window); Nginx's figure includes Toxiproxy where it shapes the RTT "
+                   "(it runs on Nginx's CPUs); the label at each bar is the side that limited the run", bottleneck),
+    "req_per_cpu": ("Requests per CPU-second of the tool: efficiency independent of how many cores it got", req_per_cpu),
+    "mem_per_vu": ("Memory per VU above the tool's own 1-VU footprint (measured once per tool per suite)", mem_per_vu),
 }

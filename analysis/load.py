@@ -52,9 +52,8 @@ def load_results(*folders: str | Path) -> pd.DataFrame:
             frame[f"env_{key}"] = env.get(key)
         frames.append(frame)
     df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-    for column in NUMERIC:
-        if column in df:
-            df[column] = pd.to_numeric(df[column], errors="coerce")
+    for column in NUMERIC:  # a folder written before a column existed reads as "not measured"
+        df[column] = pd.to_numeric(df[column], errors="coerce") if column in df else float("nan")
     if "repeat" in df:
         df["repeat"] = df["repeat"].fillna(1)
     if "lat_added_ms" in df:

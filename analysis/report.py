@@ -19,7 +19,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
-from analysis.charts import CHARTS, runtime_ratios, spread
+from analysis.charts import CHARTS, runtime_ratios, spread, with_limits
 from analysis.load import environment, load_results, scenario_order
 from analysis.stall import EXPLANATION as STALL_EXPLANATION, stall_table, write_stall_chart
 
@@ -27,7 +27,8 @@ TEMPLATES = Path(__file__).resolve().parent / "templates"
 NO_CHART = {"docker_vs_host": "these results hold no run of the same tool and scenario in both runtimes",
             "added_latency": "no run was captured (--capture, Make CAPTURE=1)",
             "latency_accuracy": "no run was captured (--capture, Make CAPTURE=1)"}
-SUMMARY_METRICS = ["rps", "lat_p50_ms", "lat_p99_ms", "lat_added_ms", "mem_avg_mb", "mem_peak_mb", "cpu_avg_pct"]
+SUMMARY_METRICS = ["rps", "lat_p50_ms", "lat_p99_ms", "lat_added_ms", "mem_avg_mb", "mem_peak_mb", "cpu_avg_pct",
+                   "target_cpu_pct", "req_per_cpu_s", "mem_per_vu_kb"]
 
 
 def summary_table(df: pd.DataFrame) -> list[dict]:
@@ -42,6 +43,7 @@ def summary_table(df: pd.DataFrame) -> list[dict]:
                "ok": int((runs["status"] == "ok").sum()), "version": ", ".join(sorted(set(runs["tool_version"].dropna())))}
         for metric, stats in spreads.items():
             row[metric] = _cell(stats, (key["scenario"], key["label"])) or _below_resolution(runs, metric)
+        row["limited_by"] = ", ".join(sorted(set(runs.loc[runs["status"] == "ok", "limited_by"])))
         rows.append(row)
     return rows
 
@@ -81,7 +83,7 @@ def metric_sources(folder: Path) -> dict[str, str]:
 
 
 def build(folders: list[Path], out: Path) -> Path:
-    df = load_results(*folders)
+    df = with_limits(load_results(*folders))
     out.mkdir(parents=True, exist_ok=True)
     charts, missing = [], []
     for name, (caption, draw) in CHARTS.items():
@@ -100,7 +102,7 @@ def build(folders: list[Path], out: Path) -> Path:
         folders=[{"name": f.name, "environment": environment(f), "raw": raw_rows(f), "sources": metric_sources(f)}
                  for f in folders],
         charts=charts, missing=missing, summary=summary_table(df),
-        ratios=ratios.round(3).to_dict("records"), metrics=SUMMARY_METRICS,
+        ratios=ratios.round(3).to_dict("records"), metrics=[*SUMMARY_METRICS, "limited_by"],
         stall=stall_table(df), stall_explanation=STALL_EXPLANATION, stall_chart=write_stall_chart(df, out),
     )
     (out / "index.html").write_text(html)

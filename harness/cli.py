@@ -6,8 +6,9 @@ import shutil
 import sys
 from pathlib import Path
 
-from harness import REPO_ROOT, registry, scenarios
+from harness import REPO_ROOT, bottleneck, registry, scenarios
 from harness.cleanup import clean_state
+from harness.cpus import choose_split
 from harness.errors import HarnessError
 from harness.runner import Plan, run_suite
 from harness.runtimes import RUNTIMES
@@ -57,6 +58,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="with --capture: keep each run's pcap (about 80 bytes per packet) instead of deleting it once parsed")
     run.add_argument("--allow-external-target", action="store_true",
                      help="allow a target outside loopback and the harness's own 198.18.0.0/15 networks")
+    run.add_argument("--cpus-target", metavar="LIST", help="CPUs for Nginx (e.g. 0 or 0-1; default: the first half)")
+    run.add_argument("--cpus-tool", metavar="LIST", help="CPUs for the load generator (default: the CPUs the target has not)")
+    run.add_argument("--no-isolation", action="store_true",
+                     help="let the target and the tool share every CPU (isolation is on by default on >= 2 CPUs)")
 
     commands.add_parser("list-tools", help="show the tool adapters found in tools/")
     folders = commands.add_parser("install-folders", help="the tools/<folder>/ whose install.sh the ids need (scripts/deps.sh)")
@@ -70,13 +75,26 @@ def _run(args: argparse.Namespace) -> int:
                 scenarios=scenarios.select(args.scenarios, args.duration), results_root=args.results_root,
                 shaper=args.shaper, resume=args.resume, force=args.force, grace_s=args.grace,
                 allow_external_target=args.allow_external_target, repeat=args.repeat,
-                capture=args.capture or args.keep_pcap, keep_pcap=args.keep_pcap)
+                capture=args.capture or args.keep_pcap, keep_pcap=args.keep_pcap,
+                split=choose_split(not args.no_isolation, args.cpus_target, args.cpus_tool))
     folder, rows = run_suite(plan)
     failed = [r for r in rows if r.status != "ok"]
     print(f"\n{len(rows) - len(failed)} of {len(rows)} runs ok; results in {folder.path}")
     for row in failed:
         print(f"  {row.status}: {row.scenario} {row.tool}: {row.error}")
+    print(bottleneck_summary(rows, len(plan.split.available)))
     return 1 if failed else 0
+
+
+def bottleneck_summary(rows: list, all_cpus: int) -> str:
+    """Which side limited each run, grouped per scenario: `vu20-rtt0.1: tool: ab, wrk; target: k6`."""
+    lines = ["limited by (tool/target CPU >= 90% of its CPUs over the load window):"]
+    for scenario in dict.fromkeys(r.scenario for r in rows):
+        sides: dict[str, list[str]] = {}
+        for row in (r for r in rows if r.scenario == scenario and r.status == "ok"):
+            sides.setdefault(bottleneck.limited_by(row, all_cpus), []).append(row.tool)
+        lines.append(f"  {scenario}: " + "; ".join(f"{side}: {', '.join(tools)}" for side, tools in sides.items()))
+    return "\n".join(lines)
 
 
 def _clean_state(_: argparse.Namespace) -> int:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from harness.cleanup import signals_deferred
 from harness.runtimes.base import Session
-from harness.sampling import Sample, TopSampler, only_named
+from harness.sampling import CpuFrame, PidSource, Sample, TopSampler, only_named
 
 STDOUT, STDERR, SAMPLES = "stdout.txt", "stderr.txt", "samples.csv"
 
@@ -24,6 +24,9 @@ class Execution:
     samples: list[Sample]            # t_s counted from launch
     stdout: str
     stderr: str
+    others: dict[str, list[Sample]] | None = None   # further groups sampled alongside (the target)
+    affinity: dict[str, dict[int, dict]] | None = None  # group ("" = tool) -> pid -> name, threads, cpus
+    cpu_busy: list[CpuFrame] | None = None             # every CPU's busy % per frame (top -1)
 
 
 def _kill(pids: set[int], sig: int) -> None:
@@ -48,15 +51,16 @@ def stop_tool(proc: subprocess.Popen, pids: set[int]) -> None:
 
 
 def execute(session: Session, argv: list[str], run_dir: Path, timeout_s: float,
-            sampled_process: str | None = None) -> Execution:
-    """Run the tool; memory and CPU count ``sampled_process`` only when given (a wrapped tool)."""
+            sampled_process: str | None = None, others: dict[str, PidSource] | None = None) -> Execution:
+    """Run the tool; memory and CPU count ``sampled_process`` only when given (a wrapped tool);
+    ``others`` (the target) are sampled from the same top frames."""
     started, launched_at = time.monotonic(), time.time()
     timed_out = False
     with (run_dir / STDOUT).open("w") as out, (run_dir / STDERR).open("w") as err:
         proc = session.popen(argv, out, err)
         tool_pids = session.pids(proc)
         sampled = only_named(tool_pids, sampled_process) if sampled_process else tool_pids
-        with TopSampler(sampled) as sampler:
+        with TopSampler(sampled, others=others, check=session.memory_check) as sampler:
             try:
                 proc.wait(timeout=timeout_s)
             except subprocess.TimeoutExpired:
@@ -67,6 +71,8 @@ def execute(session: Session, argv: list[str], run_dir: Path, timeout_s: float,
                     stop_tool(proc, tool_pids())
                 raise
         sampler.write_csv(run_dir / SAMPLES)
+        for name in others or {}:
+            sampler.write_csv(run_dir / f"samples-{name}.csv", name)
     return Execution(
         exit_code=proc.returncode,
         timed_out=timed_out,
@@ -75,4 +81,7 @@ def execute(session: Session, argv: list[str], run_dir: Path, timeout_s: float,
         samples=sampler.samples,
         stdout=(run_dir / STDOUT).read_text(errors="replace"),
         stderr=(run_dir / STDERR).read_text(errors="replace"),
+        others={name: sampler.groups[name] for name in others or {}},
+        affinity=sampler.affinity,
+        cpu_busy=sampler.cpu_busy,
     )

@@ -65,7 +65,7 @@ class RunRow:
     # Who is the bottleneck (issue 11): the CPU split and both sides' CPU over the load window.
     cpus_target: str = ""                # CPU list Nginx ran on ("" = no isolation)
     cpus_tool: str = ""                  # CPU list the tool ran on ("" = no isolation)
-    target_cpu_pct: float | None = None  # Nginx (master + workers) %CPU, 100 = one core
+    target_cpu_pct: float | None = None  # Nginx (master + workers, + Toxiproxy if it shapes) %CPU, 100 = one core
     tool_saturated: bool | None = None   # tool CPU >= 90% of its cores over the load window
     target_saturated: bool | None = None # Nginx CPU >= 90% of its cores over the load window
     req_per_cpu_s: float | None = None   # requests / the tool's CPU-seconds in the load window

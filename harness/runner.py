@@ -9,20 +9,21 @@ import os
 import traceback
 import signal
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
 from rich.console import Console
 
-from harness import PREFIX, environment
+from harness import PREFIX, bottleneck, environment
+from harness.cpus import CpuSplit, choose_split
 from harness.adapter import RunSpec, ToolAdapter, ToolOutput, below_resolution
 from harness.capture import MISSING, Capture, tcpdump_missing
 from harness.errors import HarnessError
 from harness.execution import Execution, execute
 from harness.results import ResultsFolder, RunRow, write_meta
 from harness.sampling import summarise
-from harness.shaping import ShaperChoice, choose_shaper, measure_rtt, netem_available, rtt_ok, shaped
+from harness.shaping import ShaperChoice, choose_shaper, measure_rtt, netem_available, proxy_pids, rtt_ok, shaped
 from harness.runtimes import Runtime, make_runtime
 from harness.scenarios import Scenario
 from harness.target import ensure_allowed
@@ -48,6 +49,7 @@ class Plan:
     repeat: int = 1               # repetitions, interleaved: every tool once, then every tool again
     capture: bool = False         # record the tool's packets with tcpdump: wire_* columns
     keep_pcap: bool = False       # with capture: keep each run's pcap next to its output
+    split: CpuSplit = field(default_factory=choose_split)   # target and tool CPU sets (harness/cpus.py)
 
     @property
     def runs(self) -> list[tuple[Scenario, ToolAdapter, int]]:
@@ -96,10 +98,13 @@ def fill_metrics(row: RunRow, adapter: ToolAdapter, spec: RunSpec, execution: Ex
     usage = summarise(execution.samples, window)
     row.mem_avg_mb, row.mem_peak_mb, row.cpu_avg_pct = usage.mem_avg_mb, usage.mem_peak_mb, usage.cpu_avg_pct
     row.mem_startup_peak_mb = usage.mem_outside_peak_mb
-    if usage.max_gap_s > SAMPLE_GAP_WARN_S:
+    if usage.max_gap_s > SAMPLE_GAP_WARN_S or usage.cpu_frames_dropped:
         # Seen in Docker with both cores saturated: top itself stops printing for seconds.
         row.notes = "; ".join(filter(None, [row.notes, f"top sampling stalled: {usage.max_gap_s:.1f} s without a "
-                                                       f"frame, memory/CPU rest on {usage.samples} samples"]))
+                                                       f"frame, memory/CPU rest on {usage.samples} samples"
+                                                       + (f", CPU leaves out {usage.cpu_frames_dropped} frame(s) "
+                                                          "that came after a stall" if usage.cpu_frames_dropped
+                                                          else "")]))
     if execution.timed_out:
         row.status, row.error = "timeout", f"still running {grace:.0f} s after its duration: killed"
     elif execution.exit_code != 0:
@@ -108,7 +113,8 @@ def fill_metrics(row: RunRow, adapter: ToolAdapter, spec: RunSpec, execution: Ex
     elif metrics is not None:
         row.status = "ok"
     return {"metric_source": metrics.source if metrics else None, "notes": metrics.notes if metrics else [],
-            "wall_s": execution.wall_s, "launched_at": execution.launched_at, "samples": usage.samples}
+            "wall_s": execution.wall_s, "launched_at": execution.launched_at, "samples": usage.samples,
+            "load_window_s": window}
 
 
 def _new_row(runtime: Runtime, adapter: ToolAdapter, scenario: Scenario, folder: ResultsFolder,
@@ -119,13 +125,14 @@ def _new_row(runtime: Runtime, adapter: ToolAdapter, scenario: Scenario, folder:
                  vus=scenario.vus, rtt_target_ms=scenario.rtt_ms, duration_s=scenario.duration_s, repeat=repeat,
                  started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
                  run_dir=str(run_dir.relative_to(folder.path)),
-                 timing_resolution_ms=adapter.timing_resolution_ms, co_corrected=adapter.co_corrected)
+                 timing_resolution_ms=adapter.timing_resolution_ms, co_corrected=adapter.co_corrected,
+                 cpus_target=runtime.split.describe()["cpus_target"], cpus_tool=runtime.split.describe()["cpus_tool"])
     return run_dir, row
 
 
 def run_one(runtime: Runtime, adapter: ToolAdapter, scenario: Scenario, folder: ResultsFolder,
             shaper: str = "none", grace: float | None = None, allow_external_target: bool = False,
-            repeat: int = 1, capture: Capture | None = None) -> RunRow:
+            repeat: int = 1, capture: Capture | None = None, baselines: dict[str, dict] | None = None) -> RunRow:
     """One run; ``shaper`` is how the scenario's RTT is made where it needs shaping (netem|toxiproxy).
     Whatever goes wrong becomes the row's status and error; only an interrupt escapes."""
     run_dir, row = _new_row(runtime, adapter, scenario, folder, repeat)
@@ -149,15 +156,26 @@ def run_one(runtime: Runtime, adapter: ToolAdapter, scenario: Scenario, folder: 
             meta["command"] = argv
             before = target.requests_served()
             grace = grace_s(scenario.duration_s, grace)
+            others = {"nginx": session.target_pids, **({"toxiproxy": proxy_pids} if row.shaper == "toxiproxy" else {})}
             with stall.injected(session.target_pids, scenario.stall_at_s, scenario.stall_ms) as stalled, \
                     capture.recording(session, target, run_dir):
-                execution = execute(session, argv, run_dir, scenario.duration_s + grace, adapter.sampled_process)
+                execution = execute(session, argv, run_dir, scenario.duration_s + grace, adapter.sampled_process,
+                                    others)
             # stub_status counts its own request: `after` includes one status request beyond `before`.
             row.server_requests = target.requests_served() - before - 1
+            if baselines is not None and adapter.name not in baselines and execution.exit_code == 0:
+                baselines[adapter.name] = {"scenario": scenario.id, **bottleneck.measure_baseline(
+                    session, adapter, target.url, run_dir, grace)}
+            check_name = session.memory_check_name
             session.save_logs(run_dir)
         meta.update(fill_metrics(row, adapter, spec, execution, grace))
         openmodel.fill_rate(row, scenario, adapter)
         openmodel.fill_stall(row, scenario, stalled)
+        meta.update(bottleneck.fill(row, execution, meta["load_window_s"], runtime.split, check_name))
+        baseline = (baselines or {}).get(adapter.name)
+        if baseline:
+            row.mem_per_vu_kb = bottleneck.mem_per_vu_kb(row.mem_avg_mb, baseline["mem_avg_mb"], row.vus)
+            meta["mem_baseline_1vu"] = baseline
     except HarnessError as exc:
         row.status, row.error = "failed", str(exc)
     except Exception as exc:  # noqa: BLE001 - a bug or crash in one run must not sink the suite
@@ -180,13 +198,20 @@ def _ms(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.4g}"
 
 
-def _summarise(row: RunRow) -> None:
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.0f}%"
+
+
+def _summarise(row: RunRow, all_cpus: int) -> None:
     if row.status == "ok":
         console.print(f"   ok: {row.rps:,.0f} rps, p50 {_ms(row.lat_p50_ms)} ms (RTT {row.rtt_measured_ms:.2f} ms, "
                       f"{row.shaper}), server counted {row.server_requests:,} of {row.requests:,}, "
                       f"mem {row.mem_avg_mb or 0:.1f} MiB"
                       + (f", wire: {row.wire_requests:,} requests, p50 {_ms(row.wire_p50_ms)} ms"
                          if row.wire_requests is not None else ""))
+        console.print(f"   CPU: tool {_pct(row.cpu_avg_pct)} on {row.cpus_tool or 'all CPUs'}, target "
+                      f"{_pct(row.target_cpu_pct)} on {row.cpus_target or 'all CPUs'}: limited by "
+                      f"{bottleneck.limited_by(row, all_cpus)}")
     else:
         console.print(f"   [red]{row.status}[/]: {row.error}")
 
@@ -215,6 +240,7 @@ def _open_folder(plan: Plan) -> tuple[ResultsFolder, set[tuple[str, str]]]:
 
 def run_suite(plan: Plan) -> tuple[ResultsFolder, list[RunRow]]:
     runtime = make_runtime(plan.runtime, plan.results_root)
+    runtime.split = plan.split
     preflight.check(plan, runtime)
     lock = _single_instance()
     previous = signal.signal(signal.SIGTERM, _raise_on_sigterm)
@@ -228,9 +254,11 @@ def run_suite(plan: Plan) -> tuple[ResultsFolder, list[RunRow]]:
         console.print(f"results: {folder.path}" + (f" (resuming: {len(finished)} finished runs kept)" if plan.resume else ""))
         if plan.resume is None:
             folder.write_json("environment.json", environment.collect(
-                {"runtime": plan.runtime, "shaper": shaper.kind, "shaper_reason": shaper.reason, **runtime.describe()}))
+                {"runtime": plan.runtime, "shaper": shaper.kind, "shaper_reason": shaper.reason,
+                 **plan.split.describe(), **runtime.describe()}))
         runs = [(s, t, r) for s, t, r in plan.runs if (s.id, t.name, r) not in finished]
         rows: list[RunRow] = []
+        baselines: dict[str, dict] = {}   # each tool's 1-VU memory, measured once per suite
         overhead_s, started = SETUP_ESTIMATE_S, time.monotonic()
         with runtime:
             for index, (scenario, adapter, repeat) in enumerate(runs, start=1):
@@ -245,10 +273,10 @@ def run_suite(plan: Plan) -> tuple[ResultsFolder, list[RunRow]]:
                     row = run_one(runtime, adapter, scenario, folder, shaper.kind, plan.grace_s,
                                   plan.allow_external_target, repeat,
                                   Capture(plan.capture, "tcpdump is not installed" if no_tcpdump else "",
-                                          keep_pcap=plan.keep_pcap))
+                                          keep_pcap=plan.keep_pcap), baselines)
                 folder.append(row)
                 rows.append(row)
-                _summarise(row)
+                _summarise(row, len(plan.split.available))
                 elapsed = time.monotonic() - started - sum(s.duration_s for s, _, _ in runs[:index])
                 overhead_s = max(0.0, elapsed / index)
         return folder, rows

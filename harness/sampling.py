@@ -3,10 +3,18 @@
 top lists every process once a second; each frame is summed over the pids that belong to the
 tool at that moment (a callable supplies them, so forked workers and container processes are
 followed). top's first frame has no meaningful %CPU, so its CPU figure is dropped.
+
+Other process groups (the target's Nginx, a Toxiproxy) are read from the same frames, so both
+sides of a run are sampled at the same instants by one top. A frame that arrives after a stall
+(more than STALL_S after the previous one: seen in Docker with both cores saturated) carries a
+%CPU for an interval top did not measure consistently (382% on two cores), so its CPU figure is
+left out of the average and counted in ``Usage.cpu_frames_dropped``; the other frames are weighted
+by the time since their previous frame.
 """
 from __future__ import annotations
 
 import csv
+import re
 import subprocess
 import threading
 import time
@@ -18,6 +26,11 @@ from typing import Callable
 import psutil
 
 PidSource = Callable[[], set[int]]
+# One CPU's summary from top -1; fields can touch ("0.0 ni,100.0 id"), several CPUs share a line.
+_NUM = r"(\d+(?:\.\d+)?)"
+_CPU_IDLE = re.compile(rf"%Cpu(\d+)\s*:.*?{_NUM}\s*id,.*?{_NUM}\s*hi,\s*{_NUM}\s*si")
+MemoryCheck = Callable[[set[int]], "float | None"]   # an independent MiB figure for the same pids
+STALL_S = 1.5   # a frame later than this after the previous one follows a stall (interval 1 s)
 _UNITS_KIB = {"k": 1, "m": 1024, "g": 1024**2, "t": 1024**3, "p": 1024**4}
 
 
@@ -28,6 +41,16 @@ class Sample:
     cpu_pct: float      # summed %CPU (100 = one core)
     processes: int
     first_frame: bool
+    rss_check_mb: float | None = None   # the same processes' memory read another way (VmRSS, cgroup)
+
+
+@dataclass(frozen=True)
+class CpuFrame:
+    t_s: float
+    cpu: int
+    busy_pct: float     # 100 - idle, every process and the kernel
+    first_frame: bool
+    irq_pct: float = 0.0   # hardware + software interrupts (the network stack's packet work)
 
 
 @dataclass(frozen=True)
@@ -38,6 +61,9 @@ class Usage:
     samples: int
     mem_outside_peak_mb: float | None = None   # peak before/after the load window (start-up, report)
     max_gap_s: float = 0.0                     # longest time between two frames (top can stall)
+    cpu_frames_dropped: int = 0                # frames after a stall, left out of cpu_avg_pct
+    check_top_mb: float | None = None          # the last frame in the window with a memory check:
+    check_mb: float | None = None              # top's RSS there, and the independent figure
 
 
 def only_named(pids: PidSource, name: str) -> PidSource:
@@ -72,29 +98,74 @@ def summarise(samples: list[Sample], window: tuple[float, float] | None = None) 
     outside = [s for s in alive if s not in inside]
     if not inside:
         return Usage(None, None, None, 0, max((s.rss_mb for s in outside), default=None))
-    cpu = [s.cpu_pct for s in inside if not s.first_frame]
+    since = {id(b): b.t_s - a.t_s for a, b in zip(samples, samples[1:])}   # time each frame covers
+    rated = [s for s in inside if not s.first_frame and id(s) in since]
+    kept = [s for s in rated if since[id(s)] <= STALL_S]
+    weight = sum(since[id(s)] for s in kept)
     gaps = [b.t_s - a.t_s for a, b in zip(alive, alive[1:])]
+    checked = [s for s in inside if s.rss_check_mb is not None]
     return Usage(
         mem_avg_mb=fmean(s.rss_mb for s in inside),
         mem_peak_mb=max(s.rss_mb for s in inside),
-        cpu_avg_pct=fmean(cpu) if cpu else None,
+        cpu_avg_pct=sum(s.cpu_pct * since[id(s)] for s in kept) / weight if weight else None,
         samples=len(inside),
         mem_outside_peak_mb=max((s.rss_mb for s in outside), default=None),
         max_gap_s=max(gaps, default=0.0),
+        cpu_frames_dropped=len(rated) - len(kept),
+        check_top_mb=checked[-1].rss_mb if checked else None,
+        check_mb=checked[-1].rss_check_mb if checked else None,
     )
 
 
+def allowed_cpus(pid: int) -> dict | None:
+    """The process's name, thread count and the Cpus_allowed_list of every one of its threads
+    (distinct lists joined by ' | '): JVM and worker threads are checked, not just the main one."""
+    lists, threads = set(), 0
+    try:
+        name = Path(f"/proc/{pid}/comm").read_text().strip()
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            status = (task / "status").read_text()
+            lists.update(line.split(":", 1)[1].strip() for line in status.splitlines()
+                         if line.startswith("Cpus_allowed_list:"))
+            threads += 1
+    except OSError:
+        pass
+    return {"name": name, "threads": threads, "cpus": " | ".join(sorted(lists))} if lists else None
+
+
+def vmrss_mb(pids: set[int]) -> float | None:
+    """Summed VmRSS of /proc/<pid>/status (None when no process could be read)."""
+    total, read = 0, 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/status") as handle:
+                total += next((int(line.split()[1]) for line in handle if line.startswith("VmRSS:")), 0)
+                read += 1
+        except (OSError, ValueError):
+            continue
+    return total / 1024 if read else None
+
+
 class TopSampler:
-    def __init__(self, pids: PidSource, interval_s: float = 1.0):
-        self._pids = pids
+    """``pids`` is the tool; ``others`` are further groups sampled from the same frames;
+    ``check`` reads the tool's memory independently of top at every frame."""
+
+    def __init__(self, pids: PidSource, interval_s: float = 1.0, others: dict[str, PidSource] | None = None,
+                 check: MemoryCheck | None = None):
+        self._sources = {"": pids, **(others or {})}
         self._interval_s = interval_s
-        self.samples: list[Sample] = []
+        self._check = check
+        self.groups: dict[str, list[Sample]] = {name: [] for name in self._sources}
+        self.samples: list[Sample] = self.groups[""]
+        # The CPUs each sampled process (all its threads) was allowed, read at every frame.
+        self.affinity: dict[str, dict[int, dict]] = {name: {} for name in self._sources}
+        self.cpu_busy: list[CpuFrame] = []
         self._proc: subprocess.Popen | None = None
         self._thread: threading.Thread | None = None
 
     def __enter__(self) -> "TopSampler":
         self._proc = subprocess.Popen(
-            ["top", "-b", "-d", str(self._interval_s), "-w", "512", "-e", "k"],
+            ["top", "-b", "-d", str(self._interval_s), "-w", "512", "-e", "k", "-1"],
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env={"LC_ALL": "C", "TERM": "dumb"},
         )
         self._started = time.monotonic()
@@ -105,45 +176,96 @@ class TopSampler:
     def __exit__(self, *exc) -> None:
         if self._proc and self._proc.poll() is None:
             self._proc.terminate()
-            self._proc.wait(timeout=5)
+            try:
+                self._proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:   # blocked writing to a pipe nobody reads: never hang a run
+                self._proc.kill()
+                self._proc.wait(timeout=5)
         if self._thread:
             self._thread.join(timeout=5)
 
     def _read(self) -> None:
         columns: list[str] | None = None
         frame: list[list[str]] = []
-        wanted: set[int] = set()
+        wanted: dict[str, set[int]] = {}
+        check: float | None = None
         frame_t = 0.0
         first = True
         for line in self._proc.stdout:
             if line.startswith("top -"):
                 if columns is not None:
-                    self._record(frame_t, columns, frame, wanted, first)
+                    self._record(frame_t, columns, frame, wanted, first, check)
                     first = False
                 # top prints a frame at once: the tool's pids as of its header are the frame's pids.
-                columns, frame, wanted = None, [], self._pids()
+                columns, frame = None, []
+                wanted = {name: source() for name, source in self._sources.items()}
+                self._note_affinity(wanted)
+                # Read now, next to top's own reading of the frame (_record runs a frame later).
+                check = self._check(wanted[""]) if self._check and wanted[""] else None
                 frame_t = time.monotonic() - self._started
+            elif line.startswith("%Cpu"):
+                try:
+                    self._note_cpus(frame_t, first, line)
+                except ValueError:   # a summary line top laid out otherwise: the processes still count
+                    pass
             elif line.lstrip().startswith("PID "):
                 columns = line.split()
             elif columns is not None and line.strip():
                 frame.append(line.split(None, len(columns) - 1))
         if columns is not None:
-            self._record(frame_t, columns, frame, wanted, first)
+            self._record(frame_t, columns, frame, wanted, first, check)
 
-    def _record(self, frame_t: float, columns: list[str], rows: list[list[str]], wanted: set[int], first: bool) -> None:
+    def _note_cpus(self, frame_t: float, first: bool, line: str) -> None:
+        """top -1 prints every CPU's summary (several per line when the width allows): 100 - idle."""
+        for cpu, idle, hi, si in _CPU_IDLE.findall(line):
+            self.cpu_busy.append(CpuFrame(round(frame_t, 3), int(cpu), 100 - float(idle), first, float(hi) + float(si)))
+
+    def _note_affinity(self, wanted: dict[str, set[int]]) -> None:
+        """Every frame: a process may exec (shell -> JVM) or start threads after it was first seen."""
+        for name, pids in wanted.items():
+            for pid in pids:
+                seen, now = self.affinity[name].get(pid), allowed_cpus(pid)
+                if now is not None and seen is not None:
+                    cpus = sorted(set(seen["cpus"].split(" | ")) | set(now["cpus"].split(" | ")))
+                    now = {"name": now["name"], "threads": max(seen["threads"], now["threads"]), "cpus": " | ".join(cpus)}
+                if now is not None:
+                    self.affinity[name][pid] = now
+
+    def _record(self, frame_t: float, columns: list[str], rows: list[list[str]], wanted: dict[str, set[int]],
+                first: bool, check: float | None) -> None:
         pid_i, res_i, cpu_i = columns.index("PID"), columns.index("RES"), columns.index("%CPU")
-        mine = [r for r in rows if len(r) > cpu_i and r[pid_i].isdigit() and int(r[pid_i]) in wanted]
-        self.samples.append(Sample(
-            t_s=round(frame_t, 3),
-            rss_mb=sum(parse_kib(r[res_i]) for r in mine) / 1024,
-            cpu_pct=sum(float(r[cpu_i].replace(",", ".")) for r in mine),
-            processes=len(mine),
-            first_frame=first,
-        ))
+        for name, pids in wanted.items():
+            mine = [r for r in rows if len(r) > cpu_i and r[pid_i].isdigit() and int(r[pid_i]) in pids]
+            self.groups[name].append(Sample(
+                t_s=round(frame_t, 3),
+                rss_mb=sum(parse_kib(r[res_i]) for r in mine) / 1024,
+                cpu_pct=sum(float(r[cpu_i].replace(",", ".")) for r in mine),
+                processes=len(mine),
+                first_frame=first,
+                rss_check_mb=check if not name and mine else None,
+            ))
 
-    def write_csv(self, path: Path) -> None:
+    def write_csv(self, path: Path, group: str = "") -> None:
         with path.open("w", newline="") as handle:
             writer = csv.writer(handle)
-            writer.writerow(["t_s", "rss_mb", "cpu_pct", "processes", "first_frame"])
-            for s in self.samples:
-                writer.writerow([s.t_s, f"{s.rss_mb:.3f}", f"{s.cpu_pct:.1f}", s.processes, int(s.first_frame)])
+            writer.writerow(["t_s", "rss_mb", "cpu_pct", "processes", "first_frame", "rss_check_mb"])
+            for s in self.groups[group]:
+                check = "" if s.rss_check_mb is None else f"{s.rss_check_mb:.3f}"
+                writer.writerow([s.t_s, f"{s.rss_mb:.3f}", f"{s.cpu_pct:.1f}", s.processes, int(s.first_frame), check])
+
+
+def busy_pct(cpu_busy: list[CpuFrame], cpus: tuple[int, ...], window: tuple[float, float] | None,
+             irq: bool = False) -> float | None:
+    """How busy the CPUs in ``cpus`` were (any process, the kernel too) over the window, on average;
+    with ``irq``, the part spent in interrupts."""
+    frames = [f for f in cpu_busy if f.cpu in cpus and not f.first_frame
+              and (window is None or window[0] <= f.t_s <= window[1])]
+    return fmean(f.irq_pct if irq else f.busy_pct for f in frames) if frames else None
+
+
+def read_csv(path: Path) -> list[Sample]:
+    """A samples.csv back into samples (older files lack rss_check_mb)."""
+    with path.open(newline="") as handle:
+        return [Sample(float(r["t_s"]), float(r["rss_mb"]), float(r["cpu_pct"]), int(r["processes"]),
+                       r["first_frame"] == "1", float(r["rss_check_mb"]) if r.get("rss_check_mb") else None)
+                for r in csv.DictReader(handle)]

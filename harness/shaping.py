@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+import psutil
+
 from harness import PREFIX
 from harness.cleanup import signals_deferred
 from harness.errors import HarnessError
@@ -153,6 +155,15 @@ def _toxiproxy(session: Session, rtt_ms: float, log_dir: Path) -> Iterator[Targe
                 except subprocess.TimeoutExpired:
                     proc.kill()
                     proc.wait(timeout=10)
+
+
+def proxy_pids() -> set[int]:
+    """Toxiproxy's processes: it runs in the target's namespace, on the target's CPUs."""
+    found = set()
+    for proc in psutil.process_iter(["cmdline"]):
+        if str(TOXIPROXY_BIN) in " ".join(proc.info["cmdline"] or []):
+            found.add(proc.pid)
+    return found
 
 
 def _wait_for_api(host: str, proc: subprocess.Popen, timeout_s: float = 15) -> None:

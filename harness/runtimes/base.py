@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import IO
 
 from harness.adapter import ToolAdapter
-from harness.sampling import PidSource
+from harness.cpus import NO_SPLIT, CpuSplit
+from harness.sampling import PidSource, vmrss_mb
 from harness.target import Target
 
 
@@ -21,7 +22,9 @@ class Session(ABC):
     """One tool's place to run, with the target reachable at ``target``."""
 
     target: Target
-    cpus: int
+    cpus: int                    # CPUs the tool may use: its set under isolation
+    split: CpuSplit = NO_SPLIT
+    memory_check_name = "VmRSS"  # what memory_check reads
     # Command prefixes that run a program in a network namespace (empty: the root namespace).
     generator_netns: list[str]   # where the tool runs (the RTT probe runs there too)
     target_netns: list[str]      # where Nginx runs (a latency proxy runs there)
@@ -45,14 +48,20 @@ class Session(ABC):
         """Keep the target's log next to the run (where the runtime has one)."""
 
     def target_pids(self) -> set[int]:
-        """The target's processes (host pids), frozen by the stall test (harness/stall.py)."""
-        raise NotImplementedError(f"{type(self).__name__} cannot find the target's processes")
+        """The target's processes (host pids): Nginx's master and workers, sampled beside the tool's
+        and frozen by the stall test (harness/stall.py)."""
+        return set()
+
+    def memory_check(self, pids: set[int]) -> float | None:
+        """The tool's memory in MiB read another way than top, to cross-check it."""
+        return vmrss_mb(pids)
 
 
 class Runtime(AbstractContextManager, ABC):
     """Entered once per suite; ``session`` is entered once per run."""
 
     name: str
+    split: CpuSplit = NO_SPLIT   # set by the runner before the runtime is entered
 
     @abstractmethod
     def problems(self, adapters: list[ToolAdapter]) -> list[str]:

@@ -16,6 +16,7 @@ import psutil
 
 from harness import DOCKER_DIR, PREFIX, TOOLS_DIR
 from harness.adapter import ToolAdapter
+from harness.cpus import CpuSplit, format_cpus
 from harness.errors import HarnessError
 from harness.cleanup import signals_deferred
 from harness.runtimes.base import Runtime, Session, run
@@ -86,14 +87,33 @@ def netns_of(container_id: str) -> list[str]:
     return ["nsenter", "-t", pid, "-n"]
 
 
+def cgroup_memory_mb(pid: int) -> float | None:
+    """The memory charged to ``pid``'s cgroup (v2 memory.current, v1 memory.usage_in_bytes): RSS
+    plus the page cache the container caused, so it can exceed top's RSS legitimately."""
+    try:
+        lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        candidate = (Path("/sys/fs/cgroup") / path.lstrip("/") / "memory.current" if controllers == ""
+                     else Path("/sys/fs/cgroup/memory") / path.lstrip("/") / "memory.usage_in_bytes"
+                     if "memory" in controllers.split(",") else None)
+        if candidate is not None and candidate.is_file():
+            return int(candidate.read_text()) / 1024**2
+    return None
+
+
 class DockerSession(Session):
-    def __init__(self, generator_id: str, target_id: str):
-        self.generator_id, self.target_id = generator_id, target_id
+    memory_check_name = "the container's cgroup memory"
+
+    def __init__(self, generator_id: str, target_id: str, split: CpuSplit):
+        self.generator_id, self.target_id, self.split = generator_id, target_id, split
         self.target = Target(TARGET_IP)
-        self.cpus = os.cpu_count() or 1
+        self.cpus = len(split.tool_cpus)   # the generator's compose cpuset
         self._idle = container_pids(generator_id)  # docker-init and `sleep infinity`
         self.generator_netns = self.shape_netns = netns_of(generator_id)
-        self.target_netns = netns_of(target_id)
+        self.target_netns = [*split.taskset("target"), *netns_of(target_id)]  # a proxy there shares Nginx's CPUs
         self.shape_device = self.capture_device = "eth0"   # the generator's egress: the whole RTT on one side
 
     def popen(self, argv: list[str], stdout: IO, stderr: IO) -> subprocess.Popen:
@@ -103,12 +123,15 @@ class DockerSession(Session):
     def pids(self, proc: subprocess.Popen) -> PidSource:
         return lambda: container_pids(self.generator_id) - self._idle
 
+    def target_pids(self) -> set[int]:
+        return container_pids(self.target_id)
+
+    def memory_check(self, pids: set[int]) -> float | None:
+        return cgroup_memory_mb(min(self._idle)) if self._idle else None
+
     def version(self, adapter: ToolAdapter) -> str:
         result = run(["docker", "exec", self.generator_id, *adapter.version_command], check=False, timeout=60)
         return adapter.parse_version(result.stdout + result.stderr)
-
-    def target_pids(self) -> set[int]:
-        return container_pids(self.target_id)
 
     def save_logs(self, run_dir: Path) -> None:
         logs = run(["docker", "logs", self.target_id], check=False)
@@ -124,7 +147,8 @@ class DockerRuntime(Runtime):
 
     def _env(self, tool: str) -> dict[str, str]:
         return {**os.environ, "LTH_TOOL": tool, "LTH_BASE_IMAGE": self.base_image,
-                "LTH_RESULTS_DIR": str(self.results_dir.resolve()), "LTH_TOOLS_DIR": str(TOOLS_DIR)}
+                "LTH_RESULTS_DIR": str(self.results_dir.resolve()), "LTH_TOOLS_DIR": str(TOOLS_DIR),
+                "LTH_CPUS_TARGET": format_cpus(self.split.target_cpus), "LTH_CPUS_TOOL": format_cpus(self.split.tool_cpus)}
 
     def _compose(self, tool: str, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
         argv = [*self._compose_cmd, "-p", PROJECT, "-f", str(COMPOSE_FILE), *args]
@@ -181,7 +205,8 @@ class DockerRuntime(Runtime):
             up = self._compose(tool, "up", "-d", "--no-build")
             if up.returncode != 0:
                 raise HarnessError(f"docker runtime: compose up failed: {up.stderr.strip().splitlines()[-1:]}")
-            session = DockerSession(self._container_id(tool, "generator"), self._container_id(tool, "target"))
+            session = DockerSession(self._container_id(tool, "generator"), self._container_id(tool, "target"),
+                                    self.split)
             session.target.wait_ready()
             yield session
         finally:

@@ -19,6 +19,7 @@ import psutil
 
 from harness import PREFIX, TARGET_DIR
 from harness.adapter import ToolAdapter
+from harness.cpus import CpuSplit
 from harness.errors import HarnessError
 from harness.cleanup import signals_deferred
 from harness.runtimes.base import Runtime, Session, run
@@ -50,26 +51,27 @@ def remove_namespace() -> None:
 
 
 class HostSession(Session):
-    def __init__(self, target: Target, nginx_pid: int):
-        self.target = target
-        self.nginx_pid = nginx_pid
-        self.cpus = os.cpu_count() or 1
+    def __init__(self, target: Target, split: CpuSplit, nginx_pid: int):
+        self.target, self.split, self._nginx_pid = target, split, nginx_pid
+        self.cpus = len(split.tool_cpus)
         self.generator_netns = []
-        self.target_netns = self.shape_netns = ["ip", "netns", "exec", NETNS]
+        self.shape_netns = ["ip", "netns", "exec", NETNS]
+        self.target_netns = [*split.taskset("target"), *self.shape_netns]  # a proxy there shares Nginx's CPUs
         self.shape_device = VETH_TARGET   # the target's egress: the whole RTT on one side
         self.capture_device = VETH_HOST
 
     def popen(self, argv: list[str], stdout: IO, stderr: IO) -> subprocess.Popen:
-        return subprocess.Popen(argv, stdout=stdout, stderr=stderr, stdin=subprocess.DEVNULL, start_new_session=True)
+        return subprocess.Popen(argv, stdout=stdout, stderr=stderr, stdin=subprocess.DEVNULL, start_new_session=True,
+                                preexec_fn=lambda: self.split.pin("tool"))
+
+    def target_pids(self) -> set[int]:
+        return process_tree(self._nginx_pid)   # `ip netns exec` execs nginx: master and workers
 
     def pids(self, proc: subprocess.Popen) -> PidSource:
         return lambda: process_tree(proc.pid)
 
     def version(self, adapter: ToolAdapter) -> str:
         return host_version(adapter)
-
-    def target_pids(self) -> set[int]:
-        return process_tree(self.nginx_pid)   # `ip netns exec` execs nginx: master and workers
 
 
 class HostRuntime(Runtime):
@@ -164,6 +166,7 @@ class HostRuntime(Runtime):
         self._nginx = subprocess.Popen(
             ["ip", "netns", "exec", NETNS, "nginx", "-p", f"{self._workdir}/", "-c", str(self._workdir / "nginx.conf")],
             stdout=self._nginx_log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+            preexec_fn=lambda: self.split.pin("target"),
         )
         self.target = Target(TARGET_IP)
         self.target.wait_ready()
@@ -172,7 +175,7 @@ class HostRuntime(Runtime):
     def session(self, adapter: ToolAdapter) -> Iterator[Session]:
         if self._nginx is None or self._nginx.poll() is not None:
             raise HarnessError("host runtime: nginx is not running; see nginx.log in the results folder")
-        yield HostSession(self.target, self._nginx.pid)
+        yield HostSession(self.target, self.split, self._nginx.pid)
 
     def describe(self) -> dict:
         nginx = run(["nginx", "-v"], check=False)

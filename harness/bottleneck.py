@@ -1,0 +1,162 @@
+"""Who limited a run: the saturation flags, requests per CPU-second and memory per VU.
+
+A side is saturated when its average CPU over the load window reaches 90% of the CPUs it may use
+(its set under isolation; every CPU without). Without isolation both sides draw from one pool, so
+a run can be CPU-bound with neither flag set: that case is named "shared CPUs".
+"""
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+
+from harness.adapter import RunSpec, ToolAdapter, ToolOutput
+from harness.cpus import CpuSplit, format_cpus
+from harness.execution import Execution, execute
+from harness.runtimes.base import Session
+from harness.results import RunRow
+from harness.sampling import Usage, busy_pct, summarise
+
+SATURATED = 0.9    # share of a side's CPUs, averaged over the load window
+CONTENDED = "CPUs contended"   # the note's opening words: a side's CPUs were busy with other work
+
+
+def saturated(cpu_pct: float | None, cpus: int) -> bool | None:
+    """None when the CPU was not measured."""
+    return None if cpu_pct is None else cpu_pct >= SATURATED * 100 * cpus
+
+
+def req_per_cpu_s(requests: int | None, cpu_pct: float | None, window_s: float | None) -> float | None:
+    """Requests per CPU-second the tool spent in the load window."""
+    if requests is None or not cpu_pct or not window_s:
+        return None
+    return requests / (cpu_pct / 100 * window_s)
+
+
+def mem_per_vu_kb(mem_avg_mb: float | None, baseline_mb: float | None, vus: int) -> float | None:
+    """KiB per VU above the tool's own 1-VU memory (may be slightly negative: sampling noise)."""
+    if mem_avg_mb is None or baseline_mb is None or vus < 1:
+        return None
+    return (mem_avg_mb - baseline_mb) * 1024 / vus
+
+
+def limited_by(row: RunRow, all_cpus: int) -> str:
+    """Which side limited the run, in a few words (for the console and the report)."""
+    if row.status != "ok":
+        return "n/a"
+    return side(row.tool_saturated, row.target_saturated, bool(row.cpus_tool), row.cpu_avg_pct,
+                row.target_cpu_pct, all_cpus, row.notes)
+
+
+def side(tool_saturated: bool | None, target_saturated: bool | None, isolated: bool, cpu_pct: float | None,
+         target_cpu_pct: float | None, all_cpus: int, notes: str = "") -> str:
+    """The rule behind limited_by, on plain values (the report applies it to runs.csv rows)."""
+    if tool_saturated and target_saturated:
+        return "tool and target"
+    if tool_saturated:
+        return "tool"
+    if target_saturated:
+        return "target"
+    if tool_saturated is None and target_saturated is None:
+        return "not measured"
+    if not isolated and cpu_pct is not None and target_cpu_pct is not None \
+            and cpu_pct + target_cpu_pct >= SATURATED * 100 * all_cpus:
+        return "shared CPUs"
+    if CONTENDED in notes:
+        return "other processes on the machine"
+    return "neither (latency or the tool's own limits)"
+
+
+MEMORY_CHECK_TOLERANCE = 0.10
+
+
+def memory_note(usage: Usage, check_name: str) -> str:
+    """A note when top's RSS and the independent reading of the same frame differ by over 10%."""
+    if usage.check_mb is None or not usage.check_top_mb:
+        return ""
+    diff = usage.check_mb / usage.check_top_mb - 1
+    if abs(diff) <= MEMORY_CHECK_TOLERANCE:
+        return ""
+    return (f"memory check: top's RSS {usage.check_top_mb:.1f} MiB vs {check_name} {usage.check_mb:.1f} MiB "
+            f"({diff:+.0%}) in the last sampled frame of the load window")
+
+
+def affinity_note(affinity: dict[str, dict[int, dict]], split: CpuSplit) -> str:
+    """A note naming any sampled process that was allowed CPUs outside its side's set."""
+    if not split.isolated:
+        return ""
+    expected = {"": format_cpus(split.tool), "nginx": format_cpus(split.target), "toxiproxy": format_cpus(split.target)}
+    escaped = [f"{name or 'tool'} pid {pid} ({seen['name']}) on CPUs {seen['cpus']}" for name, pids in affinity.items()
+               for pid, seen in pids.items() if name in expected and seen["cpus"] != expected[name]]
+    return f"isolation breached: {', '.join(escaped)}" if escaped else ""
+
+
+def contention_note(row: RunRow, busy: dict[str, float | None], irq: dict[str, float | None], split: CpuSplit) -> str:
+    """A note when a side's CPUs were >= 90% busy, the side itself was not saturated, and other
+    processes used >= 10% of those CPUs (what is left after the side's own share and interrupts)."""
+    sides = {"tool": (row.cpu_avg_pct, split.tool_cpus), "target": (row.target_cpu_pct, split.target_cpus)}
+    if not split.isolated:   # one pool: both sides' processes are "own"
+        own = None if row.cpu_avg_pct is None or row.target_cpu_pct is None else row.cpu_avg_pct + row.target_cpu_pct
+        sides = {"tool and target": (own, split.available)}
+    found = []
+    for name, (own, cpus) in sides.items():
+        total, interrupts = busy.get(name.split()[0]), irq.get(name.split()[0]) or 0.0
+        if total is None or own is None or total < SATURATED * 100 or saturated(own, len(cpus)):
+            continue
+        others = total - interrupts - own / len(cpus)
+        if others >= (1 - SATURATED) * 100:
+            found.append(f"the {name}'s CPUs {format_cpus(cpus)} were {total:.0f}% busy: {own / len(cpus):.0f}% "
+                         f"the {name}, {interrupts:.0f}% interrupts, {others:.0f}% other processes")
+    return f"{CONTENDED}: {'; '.join(found)}" if found else ""
+
+
+def fill(row: RunRow, execution: Execution, window: tuple[float, float] | None, split: CpuSplit,
+         check_name: str) -> dict:
+    """The target's CPU, both flags, req_per_cpu_s and the memory cross-check into ``row``;
+    returns what meta.json should add."""
+    tool = summarise(execution.samples, window)
+    groups = {name: summarise(samples, window) for name, samples in (execution.others or {}).items()}
+    parts = [u.cpu_avg_pct for u in groups.values() if u.cpu_avg_pct is not None]
+    row.target_cpu_pct = sum(parts) if parts else None
+    row.tool_saturated = saturated(row.cpu_avg_pct, len(split.tool_cpus))
+    row.target_saturated = saturated(row.target_cpu_pct, len(split.target_cpus))
+    row.req_per_cpu_s = req_per_cpu_s(row.requests, row.cpu_avg_pct, row.measured_s or row.duration_s)
+    notes = [memory_note(tool, check_name)]
+    proxy = groups.get("toxiproxy")
+    if proxy is not None and proxy.cpu_avg_pct is not None:
+        notes.append(f"target_cpu_pct counts Toxiproxy ({proxy.cpu_avg_pct:.0f}%) beside Nginx: both run on the "
+                     "target's CPUs")
+    notes.append(affinity_note(execution.affinity or {}, split))
+    busy = {name: busy_pct(execution.cpu_busy or [], cpus, window)
+            for name, cpus in (("tool", split.tool_cpus), ("target", split.target_cpus))}
+    irq = {name: busy_pct(execution.cpu_busy or [], cpus, window, irq=True)
+           for name, cpus in (("tool", split.tool_cpus), ("target", split.target_cpus))}
+    notes.append(contention_note(row, busy, irq, split))
+    row.notes = "; ".join(filter(None, [row.notes, *notes]))
+    return {"target_usage": {name: asdict(u) for name, u in groups.items()},
+            "cpus_busy_pct": busy, "cpus_irq_pct": irq,
+            "cpus_allowed": {name or "tool": pids for name, pids in (execution.affinity or {}).items()},
+            "memory_check": {"method": check_name, "top_mb": tool.check_top_mb, "check_mb": tool.check_mb}}
+
+
+BASELINE_S = 3     # the 1-VU run whose memory mem_per_vu_kb subtracts
+
+
+def measure_baseline(session: Session, adapter: ToolAdapter, url: str, run_dir: Path, grace: float) -> dict:
+    """A short 1-VU run of the tool in the same session: its average RSS over its load window is
+    the tool's own footprint, the part of mem_avg_mb that does not grow with VUs."""
+    out_dir = run_dir / "baseline-1vu"
+    out_dir.mkdir(exist_ok=True)
+    spec = RunSpec(url=url, vus=1, duration_s=BASELINE_S, out_dir=out_dir, cpus=session.cpus)
+    execution = execute(session, adapter.command(spec), out_dir, BASELINE_S + grace)
+    window = None
+    try:
+        metrics = adapter.parse(ToolOutput(spec, execution.stdout, execution.stderr, execution.exit_code or 0,
+                                           execution.launched_at))
+        if metrics.load_start_s is not None and metrics.measured_s is not None:
+            window = (metrics.load_start_s, metrics.load_start_s + metrics.measured_s)
+    except Exception:  # noqa: BLE001 - without the tool's window the whole run is the window
+        pass
+    usage = summarise(execution.samples, window)
+    ok = execution.exit_code == 0 and not execution.timed_out
+    return {"vus": 1, "duration_s": BASELINE_S, "folder": out_dir.name, "exit_code": execution.exit_code,
+            "mem_avg_mb": usage.mem_avg_mb if ok else None, "samples": usage.samples}

@@ -1,0 +1,114 @@
+"""CPU isolation: the target (Nginx, and Toxiproxy in front of it) and the load generator run on
+disjoint CPU sets, so a tool's RPS no longer depends on how much CPU it leaves to Nginx.
+
+The sets are applied as CPU affinity (what `taskset` sets) on the first process of each side;
+every child and thread inherits it (JVM threads, Locust workers, Nginx workers). The Docker
+runtime gives the same lists to compose as ``cpuset``. The harness never creates a cgroup for
+this, so there is nothing to remove afterwards.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from harness.errors import HarnessError
+
+
+def parse_cpus(text: str) -> tuple[int, ...]:
+    """A CPU list as taskset/cpuset write it: ``0``, ``0-3``, ``0,2-3``."""
+    cpus: set[int] = set()
+    try:
+        for part in filter(None, (p.strip() for p in text.split(","))):
+            low, _, high = part.partition("-")
+            cpus.update(range(int(low), int(high or low) + 1))
+    except ValueError:
+        raise HarnessError(f"bad CPU list {text!r}: write it like 0, 0-3 or 0,2-3") from None
+    if not cpus:
+        raise HarnessError(f"bad CPU list {text!r}: it names no CPU")
+    return tuple(sorted(cpus))
+
+
+def format_cpus(cpus: tuple[int, ...]) -> str:
+    """The shortest list form: (0, 1, 2, 5) -> ``0-2,5``."""
+    parts, start = [], None
+    for i, cpu in enumerate(cpus):
+        start = cpu if start is None else start
+        if i + 1 == len(cpus) or cpus[i + 1] != cpu + 1:
+            parts.append(str(cpu) if start == cpu else f"{start}-{cpu}")
+            start = None
+    return ",".join(parts)
+
+
+@dataclass(frozen=True)
+class CpuSplit:
+    available: tuple[int, ...]
+    target: tuple[int, ...] = ()      # empty: no isolation
+    tool: tuple[int, ...] = ()
+    reason: str = ""                  # why this split (recorded in environment.json)
+
+    @property
+    def isolated(self) -> bool:
+        return bool(self.target)
+
+    @property
+    def tool_cpus(self) -> tuple[int, ...]:
+        """Where the tool may run: its set, or every available CPU without isolation."""
+        return self.tool or self.available
+
+    @property
+    def target_cpus(self) -> tuple[int, ...]:
+        return self.target or self.available
+
+    def taskset(self, side: str) -> list[str]:
+        """A command prefix pinning a program to ``side``'s set (empty without isolation)."""
+        cpus = self.target if side == "target" else self.tool
+        return ["taskset", "-c", format_cpus(cpus)] if cpus else []
+
+    def pin(self, side: str) -> None:
+        """Pin the calling process (a Popen preexec_fn); its children inherit the set."""
+        cpus = self.target if side == "target" else self.tool
+        if cpus:
+            os.sched_setaffinity(0, cpus)
+
+    def describe(self) -> dict:
+        return {"cpu_isolation": self.isolated, "cpus_available": format_cpus(self.available),
+                "cpus_target": format_cpus(self.target), "cpus_tool": format_cpus(self.tool),
+                "cpu_split_reason": self.reason}
+
+
+NO_SPLIT = CpuSplit(available=tuple(sorted(os.sched_getaffinity(0))), reason="not chosen yet")
+
+
+def choose_split(isolation: bool = True, target: str | None = None, tool: str | None = None,
+                 available: tuple[int, ...] | None = None) -> CpuSplit:
+    """Default: the target gets the first half of the CPUs this process may use, the tool the rest.
+    ``target``/``tool`` override either side (the other side gets the remaining CPUs)."""
+    available = available or tuple(sorted(os.sched_getaffinity(0)))
+    if not isolation:
+        if target or tool:
+            raise HarnessError("--cpus-target/--cpus-tool split the CPUs: they cannot go with --no-isolation")
+        return CpuSplit(available, reason="isolation turned off: target and tool share every CPU")
+    if len(available) < 2 and not (target or tool):
+        return CpuSplit(available, reason=f"only {len(available)} CPU available: no isolation possible")
+    target_set = parse_cpus(target) if target else None
+    tool_set = parse_cpus(tool) if tool else None
+    for name, cpus in (("--cpus-target", target_set), ("--cpus-tool", tool_set)):
+        outside = set(cpus or ()) - set(available)
+        if outside:
+            raise HarnessError(f"{name}: CPU {format_cpus(tuple(sorted(outside)))} is not available to the harness "
+                               f"(available: {format_cpus(available)})")
+    if target_set is None and tool_set is None:
+        half = len(available) // 2
+        target_set, tool_set = available[:half], available[half:]
+        reason = "default: the target gets the first half of the CPUs, the tool the rest"
+    else:
+        target_set = target_set or tuple(c for c in available if c not in tool_set)
+        tool_set = tool_set or tuple(c for c in available if c not in target_set)
+        reason = "set with --cpus-target/--cpus-tool"
+    if not target_set or not tool_set:
+        raise HarnessError(f"the CPU split leaves one side without a CPU (target {format_cpus(target_set)}, "
+                           f"tool {format_cpus(tool_set)}): name CPUs for both")
+    if set(target_set) & set(tool_set):
+        raise HarnessError(f"--cpus-target {format_cpus(target_set)} and --cpus-tool {format_cpus(tool_set)} overlap: "
+                           "the sets must be disjoint (or use --no-isolation)")
+    return CpuSplit(available, target_set, tool_set, reason)
