@@ -87,6 +87,9 @@ class ToolAdapter(ABC):
     # send time), or, when False, why the tool cannot.
     open_model: ClassVar[bool] = False
     rate_model: ClassVar[str] = "closed model only: no arrival-rate option"
+    # True when the tool's latency in a rate run counts from each request's intended send time
+    # (coordinated-omission corrected): the row's co_corrected then says so.
+    rate_co_corrected: ClassVar[bool] = False
 
     def variants(self) -> list["ToolAdapter"]:
         """Named variants that appear as separate tools (e.g. locust and locust-http).

@@ -39,6 +39,7 @@ def fill_rate(row: RunRow, scenario: Scenario, adapter: ToolAdapter) -> None:
         row.rate_target_rps = scenario.rate_rps
         row.rate_achieved_rps = row.rps
         row.rate_ok = rate_ok(row.rps, scenario.rate_rps)
+        row.co_corrected = adapter.co_corrected or adapter.rate_co_corrected
 
 
 def fill_unsupported(row: RunRow, scenario: Scenario, adapter: ToolAdapter) -> None:

@@ -113,6 +113,16 @@ def test_a_tool_more_than_5_percent_short_of_the_rate_is_flagged():
     assert rate_for(scenario, TOOLS["wrk"]) is None and rate_for(scenario, TOOLS["k6"]) == 1000
 
 
+def test_a_rate_run_of_a_tool_timing_from_the_intended_send_says_co_corrected():
+    scenario = _scenario(rate_rps=1000)
+    flags = {}
+    for tool in ("oha", "autocannon", "k6", "vegeta"):
+        row = _row(1000.0)
+        fill_rate(row, scenario, TOOLS[tool])
+        flags[tool] = row.co_corrected
+    assert flags == {"oha": True, "autocannon": True, "k6": False, "vegeta": False}
+
+
 def test_stall_row_gets_the_expected_figures_at_the_target_rate():
     scenario = _scenario(rate_rps=1000, stall_ms=1000, stall_at_s=10)
     row = _row(950.0)

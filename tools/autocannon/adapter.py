@@ -38,6 +38,7 @@ class Autocannon(ToolAdapter):
     timing_resolution_ms = 1  # whole ms, floored into its HDR histogram
 
     open_model = True
+    rate_co_corrected = True
     # autocannon's lib/run.js: with a rate, each response goes into its histogram through
     # recordValueWithExpectedInterval(latency, ceil(1 / rate)), i.e. an expected interval of 1 ms.
     rate_model = ("-R <rate> (overall, over the -c VUs connections); with a rate autocannon back-fills its histogram "

@@ -21,6 +21,7 @@ class Oha(ToolAdapter):
     timing_resolution_ms = 0.000001  # float seconds from Rust Durations (ns)
 
     open_model = True
+    rate_co_corrected = True
     rate_model = ("-q <rate> --latency-correction (latency counts from each request's intended send time), "
                   "-c VUs connections")
 
