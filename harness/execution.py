@@ -29,7 +29,8 @@ class Execution:
     cpu_busy: list[CpuFrame] | None = None             # every CPU's busy % per frame (top -1)
 
 
-def _kill(pids: set[int], sig: int) -> None:
+def signal_pids(pids: set[int], sig: int) -> None:
+    """Send ``sig`` to every pid; a process already gone is skipped."""
     for pid in pids:
         try:
             os.kill(pid, sig)
@@ -39,12 +40,12 @@ def _kill(pids: set[int], sig: int) -> None:
 
 def stop_tool(proc: subprocess.Popen, pids: set[int]) -> None:
     """SIGTERM the tool's processes, then SIGKILL whatever is left after 5 s."""
-    _kill(pids, signal.SIGTERM)
+    signal_pids(pids, signal.SIGTERM)
     try:
         proc.wait(timeout=5)
     except subprocess.TimeoutExpired:
         pass
-    _kill(pids, signal.SIGKILL)
+    signal_pids(pids, signal.SIGKILL)
     if proc.poll() is None:
         proc.kill()
         proc.wait(timeout=10)

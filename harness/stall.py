@@ -18,7 +18,6 @@ Computed here exactly over the discrete schedule with the harness's nearest-rank
 """
 from __future__ import annotations
 
-import os
 import signal
 import threading
 import time
@@ -29,6 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from harness.cleanup import signals_deferred
+from harness.execution import signal_pids
 
 METHOD = "SIGSTOP/SIGCONT of every Nginx process (host: nginx in netns lth-target; docker: the target container)"
 
@@ -86,14 +86,6 @@ class StallRecord:
                 f"after launch, SIGCONT {self.actual_ms:.1f} ms later")
 
 
-def _signal(pids: set[int], sig: int) -> None:
-    for pid in pids:
-        try:
-            os.kill(pid, sig)
-        except ProcessLookupError:
-            pass
-
-
 class _Injector(threading.Thread):
     def __init__(self, record: StallRecord, target_pids: Callable[[], set[int]]):
         super().__init__(name="lth-stall", daemon=True)
@@ -110,7 +102,7 @@ class _Injector(threading.Thread):
                 return
             self.record.pids = self.target_pids()
             self.record.stopped_at = time.time()
-            _signal(self.record.pids, signal.SIGSTOP)
+            signal_pids(self.record.pids, signal.SIGSTOP)
         self.cancel.wait(self.record.ms / 1000)
         self.resume()
 
@@ -118,7 +110,7 @@ class _Injector(threading.Thread):
         with self.lock:
             self.finished = True
             if self.record.stopped_at is not None and self.record.resumed_at is None:
-                _signal(self.record.pids, signal.SIGCONT)
+                signal_pids(self.record.pids, signal.SIGCONT)
                 self.record.resumed_at = time.time()
 
 

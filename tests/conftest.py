@@ -26,3 +26,14 @@ def require_root_tools(*commands: str) -> None:
     missing = [c for c in commands if shutil.which(c) is None]
     if missing:
         pytest.skip(f"not installed: {', '.join(missing)}: run `make deps`")
+
+
+def captured_run(folder: Path) -> tuple["ToolOutput", dict]:
+    """A fixture folder captured from a real run (stdout.txt, stderr.txt, meta.json) as the parser
+    receives it, with that run's meta.json."""
+    import json
+    from harness.adapter import RunSpec, ToolOutput
+    meta = json.loads((folder / "meta.json").read_text())
+    spec = RunSpec(url="http://198.18.0.2:80/style.css", vus=meta["row"]["vus"],
+                   duration_s=meta["row"]["duration_s"], out_dir=folder, cpus=2)
+    return ToolOutput(spec, (folder / "stdout.txt").read_text(), (folder / "stderr.txt").read_text(), 0), meta

@@ -11,6 +11,7 @@ import pytest
 
 from harness.adapter import ParseError, RunSpec, ToolOutput
 from harness.registry import discover
+from conftest import captured_run
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "bombardier"
 ADAPTER = discover()["bombardier"]
@@ -18,11 +19,7 @@ CASES = sorted(p.name for p in FIXTURES.iterdir())
 
 
 def load(case: str) -> tuple[ToolOutput, dict]:
-    folder = FIXTURES / case
-    meta = json.loads((folder / "meta.json").read_text())
-    spec = RunSpec(url="http://198.18.0.2:80/style.css", vus=meta["row"]["vus"],
-                   duration_s=meta["row"]["duration_s"], out_dir=folder, cpus=2)
-    return ToolOutput(spec, (folder / "stdout.txt").read_text(), (folder / "stderr.txt").read_text(), 0), meta
+    return captured_run(FIXTURES / case)
 
 
 def test_command_holds_vus_connections_for_the_duration(tmp_path):

@@ -4,7 +4,6 @@ hey prints either its text summary or (-o csv) a per-request CSV, never both; th
 summary (README.md says why). Parsed figures are checked against parts of the same text the parser
 does not use for them (the response-time histogram, Requests/sec x Total) and against Nginx's count.
 """
-import json
 import re
 from pathlib import Path
 
@@ -12,6 +11,7 @@ import pytest
 
 from harness.adapter import ParseError, RunSpec, ToolOutput
 from harness.registry import discover
+from conftest import captured_run
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "hey"
 ADAPTER = discover()["hey"]
@@ -19,11 +19,7 @@ CASES = sorted(p.name for p in FIXTURES.iterdir())
 
 
 def load(case: str) -> tuple[ToolOutput, dict]:
-    folder = FIXTURES / case
-    meta = json.loads((folder / "meta.json").read_text())
-    spec = RunSpec(url="http://198.18.0.2:80/style.css", vus=meta["row"]["vus"],
-                   duration_s=meta["row"]["duration_s"], out_dir=folder, cpus=2)
-    return ToolOutput(spec, (folder / "stdout.txt").read_text(), (folder / "stderr.txt").read_text(), 0), meta
+    return captured_run(FIXTURES / case)
 
 
 def with_stdout(output: ToolOutput, stdout: str) -> ToolOutput:

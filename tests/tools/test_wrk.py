@@ -14,8 +14,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness.adapter import ParseError, RunSpec, ToolOutput
+from harness.adapter import ParseError, ToolOutput
 from harness.registry import discover
+from conftest import captured_run
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "wrk"
 CASES = sorted(p.name for p in FIXTURES.iterdir())
@@ -24,11 +25,7 @@ module = SimpleNamespace(**type(WRK).parse.__globals__)   # the adapter file's f
 
 
 def load(case: str) -> tuple[ToolOutput, dict]:
-    folder = FIXTURES / case
-    meta = json.loads((folder / "meta.json").read_text())
-    spec = RunSpec(url="http://198.18.0.2:80/style.css", vus=meta["row"]["vus"],
-                   duration_s=meta["row"]["duration_s"], out_dir=folder, cpus=2)
-    return ToolOutput(spec, (folder / "stdout.txt").read_text(), (folder / "stderr.txt").read_text(), 0), meta
+    return captured_run(FIXTURES / case)
 
 
 def wrk_stats_correct(raw: dict[int, int], expected: int) -> dict[int, int]:
