@@ -63,7 +63,8 @@ def test_wrk_at_10ms_rtt_sees_the_rtt_and_its_ceiling(tmp_path, runtime):
     assert row["shaper"] == ("netem" if netem_available()[0] else "toxiproxy")
     assert 10 <= float(row["rtt_measured_ms"]) <= 13
     assert row["rtt_ok"] == str(rtt_ok(float(row["rtt_measured_ms"]), 10))   # flagged iff it misses by > 1 ms
-    assert 10 <= float(row["lat_p50_ms"]) <= 13
+    # wrk sees the RTT: its p50 sits on the measured RTT plus the queueing of a one-core target and proxy
+    assert float(row["rtt_measured_ms"]) - 0.5 <= float(row["lat_p50_ms"]) <= float(row["rtt_measured_ms"]) + 3
     assert float(row["rps"]) <= 20 / 0.010
     assert row["lat_added_ms"] == "" and row["wire_p50_ms"] == ""   # both need --capture (tests/test_capture.py)
     assert f"RTT shaping: {row['shaper']}" in result.stdout
