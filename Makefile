@@ -27,7 +27,7 @@ RUN_ARGS = --tools $(TOOLS) --scenarios $(SCENARIOS) --runtime $(RUNTIME) --shap
            $(if $(filter 0,$(ISOLATION)),--no-isolation) \
            $(if $(CAPTURE),--capture)
 
-.PHONY: deps bench-all bench-quick test list-tools clean-state report
+.PHONY: deps bench-all bench-quick test test-unit test-e2e list-tools clean-state report
 
 deps:
 	NEED_DOCKER=$(if $(filter host,$(RUNTIME)),0,1) scripts/deps.sh $(TOOLS)
@@ -45,9 +45,20 @@ RESULTS ?= $(RESULTS_ROOT)/latest
 report:
 	$(PY) -m analysis.report $(RESULTS)
 
+# The whole suite, as CI runs it (.ci/run): root, Docker, every tool and Chromium.
 test:
 	NEED_BROWSER=1 scripts/deps.sh $(TEST_TOOLS)
 	$(PY) -m pytest -q -rs tests
+
+# The quick loop: no root, Docker, tools or network (only the venv is made, if missing).
+test-unit:
+	@test -x $(PY) || DEPS_VENV_ONLY=1 scripts/deps.sh
+	$(PY) -m pytest -q -rs -m "not e2e" tests
+
+# The end-to-end tests of the selected tools only (TOOLS=wrk,ab; all: every end-to-end test).
+test-e2e:
+	NEED_BROWSER=1 scripts/deps.sh $(TOOLS)
+	LTH_TEST_TOOLS=$(TOOLS) $(PY) -m pytest -q -rs -m e2e tests
 
 list-tools:
 	$(PY) -m harness list-tools

@@ -4,13 +4,14 @@
 #   running (skipped with NEED_DOCKER=0), the host installs of the selected tools
 #   (tools/<id>/install.sh), and the Python venv (.venv, first: the harness resolves the tool ids).
 # Usage: scripts/deps.sh [TOOLS]   (TOOLS: comma-separated ids or "all")
+#        DEPS_VENV_ONLY=1 scripts/deps.sh   (the venv alone, no root needed: make test-unit)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TOOLS="${1:-all}"
 NEED_DOCKER="${NEED_DOCKER:-1}"
 
 die() { echo "deps: $*" >&2; exit 1; }
-[ "$(id -u)" = 0 ] || die "run as root (the harness creates network namespaces and installs packages): sudo make ..."
+[ "$(id -u)" = 0 ] || [ "${DEPS_VENV_ONLY:-0}" = 1 ] || die "run as root (the harness creates network namespaces and installs packages): sudo make ..."
 command -v apt-get >/dev/null || die "no apt-get: install iproute2, procps, nginx, docker and python3-venv yourself, then rerun"
 
 apt_updated=0
@@ -35,6 +36,7 @@ if [ ! -f .venv/.installed ] || [ pyproject.toml -nt .venv/.installed ]; then
     || { tail -5 .venv/pip.log >&2; die "pip could not install the harness's Python dependencies (.venv/pip.log)"; }
   touch .venv/.installed
 fi
+[ "${DEPS_VENV_ONLY:-0}" = 1 ] && exit 0
 
 # The harness's registry maps tool ids to install folders (a variant such as locust-http installs its
 # adapter's folder): before anything is installed, so an unknown id stops at once with its one line

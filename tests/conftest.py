@@ -1,3 +1,12 @@
+"""Shared by every test file: running the CLI, the end-to-end tier (marker, tool selection, the check that
+nothing is left behind), and the captured tool outputs the parser tests read.
+
+Tiers: `pytest -m "not e2e"` (make test-unit) needs no root, Docker, tools or network; tests marked
+``e2e`` run real tools against a real target. LTH_TEST_TOOLS=wrk,ab (make test-e2e TOOLS=...) keeps only
+the end-to-end tests of those tools: the ones whose ``tools`` marker they cover, and those of
+tests/test_tools_e2e.py.
+"""
+import json
 import os
 import shutil
 import subprocess
@@ -8,6 +17,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
+URL = "http://198.18.0.2:80/style.css"
 
 
 def harness(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
@@ -28,12 +38,91 @@ def require_root_tools(*commands: str) -> None:
         pytest.skip(f"not installed: {', '.join(missing)}: run `make deps`")
 
 
-def captured_run(folder: Path) -> tuple["ToolOutput", dict]:
+# --- the end-to-end tier ---------------------------------------------------------------------------------
+def selected_tools() -> set[str] | None:
+    """The tool ids LTH_TEST_TOOLS names (None: every tool)."""
+    value = os.environ.get("LTH_TEST_TOOLS", "all").strip()
+    return None if value in ("", "all") else {t.strip() for t in value.split(",") if t.strip()}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under LTH_TEST_TOOLS, drop the end-to-end tests that run a tool outside the selection."""
+    selected = selected_tools()
+    if selected is None:
+        return
+    keep, drop = [], []
+    for item in items:
+        marker = item.get_closest_marker("tools")
+        (drop if marker and not set(marker.args) <= selected else keep).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
+def _lines(argv: list[str]) -> list[str]:
+    result = subprocess.run(argv, capture_output=True, text=True)
+    return [line for line in result.stdout.splitlines() if line.strip()]
+
+
+def leftovers() -> list[str]:
+    """What a harness run may have left on the machine: namespaces, veths, proxies, captures, targets,
+    tool processes, containers, networks, a netem qdisc in the root namespace."""
+    from harness.runtimes.docker import docker_available
+    found = [f"netns {ns}" for ns in _lines(["ip", "netns", "list"]) if ns.startswith("lth-")]
+    found += [f"link {link}" for link in _lines(["ip", "-o", "link", "show"]) if "lth-" in link]
+    for pattern in ("toxiproxy-server", "lth-capture.pcap", "/tmp/lth-target-"):   # proxy, tcpdump, host nginx
+        found += [f"process {pid} ({pattern})" for pid in _lines(["pgrep", "-f", pattern])]
+    found += [f"orphaned nginx worker {pid}" for pid in _lines(["pgrep", "-P", "1", "-f", "nginx: worker"])]
+    found += [f"folder {path}" for path in Path("/tmp").glob("lth-target-*")]
+    found += [f"process {pid} ({name})" for name in ("wrk", "ab") for pid in _lines(["pgrep", "-x", name])]
+    if docker_available() is not None:
+        found += [f"container {c}" for c in _lines(["docker", "ps", "-aq", "--filter", "label=lth"])]
+        found += [f"docker network {n}" for n in _lines(["docker", "network", "ls", "-q", "--filter", "label=lth"])]
+    if "netem" in "\n".join(_lines(["tc", "qdisc", "show"])):
+        found.append("a netem qdisc in the root namespace")
+    return found
+
+
+@pytest.fixture(scope="session", autouse=True)
+def nothing_left_behind(request: pytest.FixtureRequest):
+    """After a session that ran end-to-end tests, nothing the harness created may remain (the unit tier
+    creates nothing and runs without root, so it is not checked)."""
+    yield
+    if any(item.get_closest_marker("e2e") for item in request.session.items):
+        assert leftovers() == [], "left behind after the end-to-end tests (`make clean-state` removes them)"
+
+
+# --- captured tool outputs (tests/fixtures/<tool>/<case>/) --------------------------------------------------
+def cases(tool: str, prefix: str = "") -> list[str]:
+    """The captured runs of ``tool`` (folder names starting with ``prefix``)."""
+    return sorted(p.name for p in (FIXTURES / tool).iterdir() if p.name.startswith(prefix))
+
+
+def captured_run(folder: Path, out_dir: Path | None = None, launched_at: float = 0.0) -> tuple["ToolOutput", dict]:
     """A fixture folder captured from a real run (stdout.txt, stderr.txt, meta.json) as the parser
-    receives it, with that run's meta.json."""
-    import json
+    receives it, with that run's meta.json; ``out_dir`` moves the run's other files elsewhere."""
     from harness.adapter import RunSpec, ToolOutput
     meta = json.loads((folder / "meta.json").read_text())
-    spec = RunSpec(url="http://198.18.0.2:80/style.css", vus=meta["row"]["vus"],
-                   duration_s=meta["row"]["duration_s"], out_dir=folder, cpus=2)
-    return ToolOutput(spec, (folder / "stdout.txt").read_text(), (folder / "stderr.txt").read_text(), 0), meta
+    spec = RunSpec(url=URL, vus=meta["row"]["vus"], duration_s=meta["row"]["duration_s"], out_dir=out_dir or folder,
+                   cpus=2)
+    return ToolOutput(spec, (folder / "stdout.txt").read_text(), (folder / "stderr.txt").read_text(), 0,
+                      launched_at), meta
+
+
+def with_stdout(output: "ToolOutput", stdout: str) -> "ToolOutput":
+    """The same run with its stdout replaced (a cut or edited copy of the real one)."""
+    from harness.adapter import ToolOutput
+    return ToolOutput(output.spec, stdout, output.stderr, 0, output.launched_at)
+
+
+def command_spec(out_dir: Path, vus: int = 20, duration_s: int = 5, url: str = URL) -> "RunSpec":
+    """The spec the command tests build commands for."""
+    from harness.adapter import RunSpec
+    return RunSpec(url=url, vus=vus, duration_s=duration_s, out_dir=out_dir, cpus=2)
+
+
+def assert_ordered(m) -> None:
+    """Every latency figure is reported and min <= p50 <= ... <= p99 <= max."""
+    values = [m.lat_min_ms, m.lat_p50_ms, m.lat_p75_ms, m.lat_p90_ms, m.lat_p95_ms, m.lat_p99_ms, m.lat_max_ms]
+    assert all(v is not None for v in values)
+    assert values == sorted(values)

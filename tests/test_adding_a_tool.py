@@ -31,6 +31,7 @@ class Throwaway(ToolAdapter):
 '''
 
 
+@pytest.mark.tools("ab")
 @pytest.mark.e2e
 def test_a_new_tool_folder_is_discovered_and_run(tmp_path):
     require_root_tools("ip", "nginx", "ab")

@@ -14,13 +14,12 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from conftest import FIXTURES, REPO, harness, require_root_tools
+from conftest import FIXTURES, REPO, harness, leftovers, require_root_tools
 from harness.capture import MAX_PACKETS, Capture
 from harness.results import RunRow
 from harness.runtimes.docker import docker_available
 from harness.target import Target
 from harness.wire import _summarise_fixed, _summarise_packets, summarise
-from test_zz_leftovers import test_no_namespace_veth_proxy_container_or_network_is_left_behind as assert_no_leftovers
 
 # `python -m harness run --runtime host --tools ab --scenarios vu2-rtt10 (2 VUs, 10 ms, 2 s) --keep-pcap`:
 # ab -c2 through Toxiproxy (port 8080); meta.json, capture.log and stdout.txt are that run's.
@@ -116,6 +115,7 @@ def test_no_capture_asked_for_leaves_everything_empty():
     assert row.wire_requests is None and row.lat_added_ms is None and row.notes == ""
 
 
+@pytest.mark.tools("wrk")
 @pytest.mark.e2e
 @pytest.mark.parametrize("runtime", ["host", "docker"])
 def test_wrk_capture_matches_nginx(tmp_path, runtime):
@@ -136,9 +136,10 @@ def test_wrk_capture_matches_nginx(tmp_path, runtime):
     assert wire_meta["device"] == ("lth-veth0" if runtime == "host" else "eth0")
     assert wire_meta["dropped_by_kernel"] == 0 and wire_meta["captured"] == wire_meta["packets"]
     assert not (run_dir / "lth-capture.pcap").exists()
-    assert_no_leftovers()
+    assert leftovers() == []
 
 
+@pytest.mark.tools("wrk")
 @pytest.mark.e2e
 def test_without_tcpdump_the_run_happens_with_one_line_and_empty_wire_columns(tmp_path):
     require_root_tools("ip", "nginx", "wrk")
@@ -163,6 +164,7 @@ def test_without_tcpdump_the_run_happens_with_one_line_and_empty_wire_columns(tm
     assert "tcpdump is not installed" in row["notes"]
 
 
+@pytest.mark.tools("wrk")
 @pytest.mark.e2e
 def test_ctrl_c_during_a_capture_leaves_no_tcpdump(tmp_path):
     require_root_tools("ip", "nginx", "wrk", "tcpdump")
@@ -178,9 +180,10 @@ def test_ctrl_c_during_a_capture_leaves_no_tcpdump(tmp_path):
     output, _ = proc.communicate(timeout=120)
     assert proc.returncode == 130, output
     assert subprocess.run(["pgrep", "-f", "lth-capture.pcap"], capture_output=True).stdout == b""
-    assert_no_leftovers()
+    assert leftovers() == []
 
 
+@pytest.mark.e2e
 def test_a_capture_that_cannot_start_is_a_note_not_a_failure(tmp_path):
     require_root_tools("tcpdump")
     nowhere = SimpleNamespace(generator_netns=[], capture_device="lth-nodev0", shape_netns=[], shape_device="")

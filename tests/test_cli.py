@@ -29,6 +29,7 @@ def test_bad_input_gets_one_clear_line(case, tmp_path):
     assert not any(tmp_path.iterdir()), "bad input must not create a results folder"
 
 
+@pytest.mark.e2e
 def test_docker_daemon_down_is_one_clear_line(tmp_path):
     result = subprocess.run([sys.executable, "-m", "harness", "run", "--runtime", "docker", "--tools", "wrk",
                              "--scenarios", "scenarios/quick.yaml:vu20-rtt0.1", "--results-root", str(tmp_path)],
@@ -39,6 +40,7 @@ def test_docker_daemon_down_is_one_clear_line(tmp_path):
     assert "no Docker daemon answers" in line and "make deps" in line
 
 
+@pytest.mark.e2e
 def test_results_folder_not_writable_is_one_clear_line(tmp_path):
     blocker = tmp_path / "a-file"
     blocker.write_text("")
@@ -49,6 +51,7 @@ def test_results_folder_not_writable_is_one_clear_line(tmp_path):
     assert "is not writable" in line and "--results-root" in line
 
 
+@pytest.mark.e2e
 def test_resuming_something_that_is_not_a_results_folder(tmp_path):
     result = harness("run", "--runtime", "host", "--tools", "wrk", "--resume", str(tmp_path), timeout=60)
     assert result.returncode == 2 and "not a results folder" in result.stderr

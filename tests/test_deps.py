@@ -33,6 +33,7 @@ def root_only():
         pytest.skip("scripts/deps.sh runs as root: run `make test` as root")
 
 
+@pytest.mark.e2e
 def test_every_listed_id_resolves_to_its_adapters_install_folder(root_only):
     adapters = discover()
     ids = listed_tool_ids()
@@ -44,12 +45,14 @@ def test_every_listed_id_resolves_to_its_adapters_install_folder(root_only):
         assert Path(folder) == adapters[tool].folder and (Path(folder) / "install.sh").is_file()
 
 
+@pytest.mark.e2e
 def test_variants_share_one_install(root_only):
     result = resolve("locust,locust-http,locust-multi,wrk")
     assert result.returncode == 0, result.stderr
     assert [Path(f).name for f in result.stdout.split()] == ["locust", "wrk"]
 
 
+@pytest.mark.e2e
 def test_unknown_id_is_one_line_naming_it_and_the_known_ids(root_only):
     result = resolve("wrk,locust-htp")
     assert result.returncode == 2
@@ -57,6 +60,7 @@ def test_unknown_id_is_one_line_naming_it_and_the_known_ids(root_only):
     assert "unknown tool locust-htp" in line and "locust-http" in line and "wrk" in line
 
 
+@pytest.mark.tools("locust-http")
 @pytest.mark.e2e
 def test_bench_all_with_a_variant_id(tmp_path):
     require_root_tools("ip", "nginx", "make")

@@ -36,6 +36,7 @@ def assert_real_run(row: dict, results: Path) -> None:
         assert (run_dir / name).is_file(), name
 
 
+@pytest.mark.tools("wrk", "ab")
 @pytest.mark.parametrize("runtime", ["host", "docker"])
 def test_wrk_and_ab_run_for_real(tmp_path, runtime):
     require_root_tools("ip", "nginx", "wrk", "ab", "top")
@@ -51,6 +52,7 @@ def test_wrk_and_ab_run_for_real(tmp_path, runtime):
         assert f'"{key}"' in environment
 
 
+@pytest.mark.tools("wrk")
 @pytest.mark.parametrize("runtime", ["host", "docker"])
 def test_wrk_at_10ms_rtt_sees_the_rtt_and_its_ceiling(tmp_path, runtime):
     require_root_tools("ip", "nginx", "wrk", "tc")
@@ -70,6 +72,7 @@ def test_wrk_at_10ms_rtt_sees_the_rtt_and_its_ceiling(tmp_path, runtime):
     assert f"RTT shaping: {row['shaper']}" in result.stdout
 
 
+@pytest.mark.tools("wrk")
 def test_native_runs_record_the_measured_rtt(tmp_path):
     require_root_tools("ip", "nginx", "wrk")
     result, (row,) = run_suite(tmp_path, "host", tools="wrk")
@@ -80,6 +83,7 @@ def test_native_runs_record_the_measured_rtt(tmp_path):
     assert ("misses the target" in result.stdout) == (row["rtt_ok"] == "False")
 
 
+@pytest.mark.tools("wrk")
 def test_forcing_netem_where_the_kernel_lacks_it_is_one_clear_line(tmp_path):
     require_root_tools("ip", "tc", "nginx")
     if netem_available()[0]:
@@ -92,6 +96,7 @@ def test_forcing_netem_where_the_kernel_lacks_it_is_one_clear_line(tmp_path):
     assert not any(tmp_path.iterdir())
 
 
+@pytest.mark.tools("wrk")
 def test_netem_end_to_end(tmp_path):
     require_root_tools("ip", "tc", "nginx", "wrk")
     available, why = netem_available()
@@ -103,6 +108,7 @@ def test_netem_end_to_end(tmp_path):
     assert 10 <= float(row["lat_p50_ms"]) <= 13
 
 
+@pytest.mark.tools("wrk", "ab")
 def test_repeats_are_interleaved_across_tools(tmp_path):
     require_root_tools("ip", "nginx", "wrk", "ab")
     result = harness("run", "--runtime", "host", "--tools", "wrk,ab", "--scenarios", "scenarios/quick.yaml:vu20-rtt0.1",

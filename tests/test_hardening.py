@@ -10,9 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, harness, require_root_tools
+from conftest import REPO, harness, leftovers, require_root_tools
 from harness.runtimes.docker import docker_available
-from test_zz_leftovers import test_no_namespace_veth_proxy_container_or_network_is_left_behind as assert_no_leftovers
 
 pytestmark = pytest.mark.e2e
 FAULT_TOOLS = str(Path(__file__).resolve().parent / "fault_tools")
@@ -39,6 +38,7 @@ def wait_for_rows(folder_root: Path, count: int, timeout_s: float = 120) -> Path
     raise AssertionError(f"{count} rows did not appear within {timeout_s} s")
 
 
+@pytest.mark.tools("wrk", "ab")
 def test_crash_hang_and_garbage_are_recorded_and_the_suite_goes_on(tmp_path):
     require_root_tools("ip", "nginx", "wrk")
     result = subprocess.run(
@@ -58,6 +58,7 @@ def test_crash_hang_and_garbage_are_recorded_and_the_suite_goes_on(tmp_path):
     assert subprocess.run(["pgrep", "-f", "sleep 3600"], capture_output=True).stdout == b""
 
 
+@pytest.mark.tools("wrk", "ab")
 @pytest.mark.parametrize("runtime", ["host", "docker"])
 def test_sigint_mid_run_removes_everything_and_keeps_finished_rows(tmp_path, runtime):
     require_root_tools("ip", "nginx", "wrk", "ab")
@@ -73,9 +74,10 @@ def test_sigint_mid_run_removes_everything_and_keeps_finished_rows(tmp_path, run
     assert proc.returncode == 130, output
     assert "interrupted" in output
     assert rows_of(folder)[:len(finished)] == finished and all(r["status"] == "ok" for r in finished)
-    assert_no_leftovers()
+    assert leftovers() == []
 
 
+@pytest.mark.tools("wrk", "ab")
 def test_kill_9_then_resume_finishes_without_redoing(tmp_path):
     require_root_tools("ip", "nginx", "wrk", "ab")
     args = ["--runtime", "host", "--tools", "wrk,ab", "--scenarios", "scenarios/shootout.yaml:vu20-rtt0.1,vu20-rtt10",
@@ -96,9 +98,10 @@ def test_kill_9_then_resume_finishes_without_redoing(tmp_path):
         (s, t) for s in ("vu20-rtt0.1", "vu20-rtt10") for t in ("wrk", "ab"))
     assert after[:len(before)] == before                     # finished rows untouched, not redone
     assert f"{len(before)} finished runs kept" in resumed.stdout
-    assert_no_leftovers()
+    assert leftovers() == []
 
 
+@pytest.mark.tools("wrk")
 def test_resume_with_force_redoes_finished_runs(tmp_path):
     require_root_tools("ip", "nginx", "wrk")
     args = ["--runtime", "host", "--tools", "wrk", "--scenarios", QUICK, "--duration", "1", "--results-root", str(tmp_path)]

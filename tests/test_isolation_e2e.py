@@ -37,6 +37,7 @@ def processes(latest: Path, row: dict) -> list[dict]:
     return list(json.loads((latest / row["run_dir"] / "meta.json").read_text())["cpus_allowed"]["tool"].values())
 
 
+@pytest.mark.tools("ab")
 def test_isolation_on_and_off_is_recorded_in_every_row(tmp_path):
     require_root_tools("ip", "nginx", "ab", "top", "taskset")
     if len(os.sched_getaffinity(0)) < 2:
@@ -60,6 +61,7 @@ def test_isolation_on_and_off_is_recorded_in_every_row(tmp_path):
     assert float(row["target_cpu_pct"]) > 1
 
 
+@pytest.mark.tools("jmeter")
 def test_every_jmeter_process_and_thread_stays_on_the_tools_cpus(tmp_path):
     require_root_tools("ip", "nginx", "top", "/opt/lth/jmeter/bin/jmeter")
     if len(os.sched_getaffinity(0)) < 2:
@@ -76,6 +78,7 @@ def test_every_jmeter_process_and_thread_stays_on_the_tools_cpus(tmp_path):
     assert "isolation breached" not in row["notes"]
 
 
+@pytest.mark.tools("ab")
 def test_docker_compose_cpusets_hold_the_tool_and_nginx(tmp_path):
     require_root_tools("top")
     if docker_available() is None:

@@ -108,6 +108,7 @@ def test_load_results_combines_folders_with_labels_and_environment():
     assert df["rps"].dtype == float and (df["env_cores"].notna()).all()
 
 
+@pytest.mark.e2e
 def test_a_headless_browser_renders_the_report_with_every_image(tmp_path):
     chromium = shutil.which("chromium")
     if chromium is None:

@@ -34,6 +34,7 @@ def _scenario_file(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.mark.tools("bombardier", "ab")
 def test_a_us_tool_sees_the_whole_stall_and_a_closed_tool_gets_an_unsupported_row(tmp_path):
     require_root_tools("ip", "nginx", "top", BOMBARDIER, "ab")
     scenarios = _scenario_file(tmp_path)
@@ -60,6 +61,7 @@ def test_a_us_tool_sees_the_whole_stall_and_a_closed_tool_gets_an_unsupported_ro
     assert not _target_processes(), "nginx outlived the run"
 
 
+@pytest.mark.tools("bombardier")
 def test_ctrl_c_during_the_stall_leaves_no_frozen_nginx(tmp_path):
     require_root_tools("ip", "nginx", "top", BOMBARDIER)
     scenarios = _scenario_file(tmp_path)

@@ -6,13 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from conftest import harness, require_root_tools
+from conftest import harness, require_root_tools, selected_tools
 from harness.registry import discover
 from harness.runtimes.docker import docker_available
 
 pytestmark = pytest.mark.e2e
 ADAPTERS = discover()
-WORKING = sorted(name for name, a in ADAPTERS.items() if not a.unavailable)
+# LTH_TEST_TOOLS (make test-e2e TOOLS=...) narrows the tools run; unset, every working one.
+WORKING = sorted(name for name, a in ADAPTERS.items() if not a.unavailable and name in (selected_tools() or ADAPTERS))
 # The Docker runtime is exercised for the walking-skeleton tools, one JVM tool and Locust.
 DOCKER_TOOLS = [t for t in ("wrk", "ab", "jmeter", "locust") if t in WORKING]
 DURATION_S = os.environ.get("LTH_TOOL_TEST_DURATION", "4")
