@@ -238,8 +238,9 @@ def _open_folder(plan: Plan) -> tuple[ResultsFolder, set[tuple[str, str]]]:
     return folder, {(r["scenario"], r["tool"], int(r["repeat"])) for r in keep}
 
 
-def run_suite(plan: Plan) -> tuple[ResultsFolder, list[RunRow]]:
-    runtime = make_runtime(plan.runtime, plan.results_root)
+def run_suite(plan: Plan, runtime: Runtime | None = None) -> tuple[ResultsFolder, list[RunRow]]:
+    """``runtime``: one made already (the tests' in-process runtime); by default plan.runtime's."""
+    runtime = runtime or make_runtime(plan.runtime, plan.results_root)
     runtime.split = plan.split
     preflight.check(plan, runtime)
     lock = _single_instance()

@@ -1,0 +1,121 @@
+"""The runner's status rules, without root: one suite through harness.runner.run_suite on the in-process
+runtime of tests/fake_runtime.py (a local HTTP target, Python child processes as tools).
+
+A run is ok only when the tool exited 0 in time and its output parsed; a non-zero exit is failed with the
+last stderr line, a tool still running past its grace is killed and timeout, unparsable output is failed
+with the parser's error; a rate scenario gives a tool without an open model an unsupported row and never
+starts it; a tool the runtime cannot prepare is a failed row with the reason; every one of them is a row
+and the suite goes on.
+"""
+import csv
+import json
+from pathlib import Path
+
+import psutil
+import pytest
+
+from fake_runtime import TOOL, FakeRuntime, FakeTool
+from fake_tool import BALLAST_MB, STARTUP_S
+from harness import bottleneck, runner
+from harness.cpus import NO_SPLIT
+from harness.runner import Plan, run_suite
+from harness.scenarios import Scenario
+
+CLOSED = Scenario(id="vu2-rtt0.1", vus=2, rtt_ms=0.1, duration_s=1)
+RATE = Scenario(id="rate50", vus=2, rtt_ms=0.1, duration_s=1, rate_rps=50)
+GRACE_S = 3.0
+TOOLS = [FakeTool("fail"), FakeTool("hang"), FakeTool("garbage"), FakeTool("ok"), FakeTool("window"),
+         FakeTool("ok", name="fake-unprepared"), FakeTool("ok", name="fake-open", open_model=True)]
+BROKEN = {"fake-unprepared": "image build failed: see build.log"}
+
+
+@pytest.fixture(scope="module")
+def suite(tmp_path_factory) -> dict:
+    """Every tool in both scenarios, in one suite; the rows by (scenario, tool), the runtime, the folder."""
+    root = tmp_path_factory.mktemp("results")
+    runtime = FakeRuntime(BROKEN)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(runner, "LOCK_FILE", root / "lth.lock")    # not the machine's: a benchmark may hold it
+        patch.setattr(bottleneck, "BASELINE_S", 1)                # each tool's 1-VU memory run
+        plan = Plan(runtime="fake", tools=TOOLS, scenarios=[CLOSED, RATE], results_root=root, grace_s=GRACE_S,
+                    split=NO_SPLIT)
+        folder, rows = run_suite(plan, runtime)
+    return {"rows": {(r.scenario, r.tool): r for r in rows}, "order": [(r.scenario, r.tool) for r in rows],
+            "runtime": runtime, "folder": folder.path}
+
+
+def meta(suite: dict, scenario: str, tool: str) -> dict:
+    return json.loads((suite["folder"] / suite["rows"][scenario, tool].run_dir / "meta.json").read_text())
+
+
+def test_a_tool_that_exits_0_with_output_that_parses_is_ok(suite):
+    row = suite["rows"][CLOSED.id, "fake-ok"]
+    assert row.status == "ok" and row.error == ""
+    assert row.requests > 10 and row.rps > 0 and row.tool_version == "0.0-fake" and row.runtime == "fake"
+    # The target counted exactly the tool's requests (its own status requests taken out).
+    assert row.server_requests == row.requests
+    assert row.rtt_measured_ms is not None and row.startup_s is None
+    assert meta(suite, CLOSED.id, "fake-ok")["load_window_s"] is None
+
+
+def test_a_non_zero_exit_is_failed_with_the_last_stderr_line_and_keeps_the_figures(suite):
+    row = suite["rows"][CLOSED.id, "fake-fail"]
+    assert row.status == "failed"
+    assert row.error == "exit status 3: fake: the connection pool broke"
+    assert row.requests > 10                     # parsed all the same: the figures say how far it got
+
+
+def test_a_tool_running_past_its_grace_is_killed_and_timeout(suite):
+    row = suite["rows"][CLOSED.id, "fake-hang"]
+    assert row.status == "timeout"
+    assert row.error == f"still running {GRACE_S:.0f} s after its duration: killed"
+    assert meta(suite, CLOSED.id, "fake-hang")["wall_s"] >= CLOSED.duration_s + GRACE_S
+    hung = [p for p in psutil.process_iter(["cmdline"]) if str(TOOL) in (p.info["cmdline"] or []) and
+            "hang" in (p.info["cmdline"] or [])]
+    assert hung == []
+
+
+def test_output_the_parser_rejects_is_failed_with_the_parse_error(suite):
+    row = suite["rows"][CLOSED.id, "fake-garbage"]
+    assert row.status == "failed"
+    assert row.error == "could not parse fake-garbage's output: ParseError: no JSON summary line in the fake tool's output"
+    assert row.requests is None and row.rps is None
+
+
+def test_a_tool_reported_load_window_bounds_the_usage_figures(suite):
+    row = suite["rows"][CLOSED.id, "fake-window"]
+    assert row.status == "ok", row.error
+    assert STARTUP_S <= row.startup_s < STARTUP_S + 1.0
+    recorded = meta(suite, CLOSED.id, "fake-window")
+    assert recorded["load_window_s"] == [row.startup_s, row.startup_s + row.measured_s]
+    # The start-up's ballast is the peak outside the window, not part of the run's memory figures.
+    assert row.mem_startup_peak_mb > row.mem_peak_mb + BALLAST_MB / 2
+    with (suite["folder"] / row.run_dir / "samples.csv").open() as handle:
+        assert recorded["samples"] < len(list(csv.DictReader(handle)))
+
+
+def test_a_rate_scenario_gives_a_closed_model_tool_an_unsupported_row_without_running_it(suite):
+    row = suite["rows"][RATE.id, "fake-ok"]
+    assert row.status == "unsupported"
+    assert row.error == "open model not supported: closed model only: no arrival-rate option"
+    assert row.rate_target_rps == RATE.rate_rps and row.requests is None
+    assert not (suite["folder"] / row.run_dir / "stdout.txt").exists()
+    opened = suite["rows"][RATE.id, "fake-open"]
+    assert opened.status == "ok" and opened.rate_target_rps == RATE.rate_rps and opened.rate_achieved_rps == opened.rps
+
+
+def test_a_tool_the_runtime_could_not_prepare_is_a_failed_row_with_the_reason(suite):
+    for scenario in (CLOSED.id, RATE.id):
+        row = suite["rows"][scenario, "fake-unprepared"]
+        assert row.status == "failed" and row.error == BROKEN["fake-unprepared"]
+
+
+def test_every_run_is_a_row_and_the_suite_goes_on_past_failures(suite):
+    expected = [(s.id, t.name) for s in (CLOSED, RATE) for t in TOOLS]
+    assert suite["order"] == expected
+    with (suite["folder"] / "runs.csv").open() as handle:
+        written = [(r["scenario"], r["tool"], r["status"]) for r in csv.DictReader(handle)]
+    assert written == [(s, t, suite["rows"][s, t].status) for s, t in expected]
+    # Sessions: only the runs that started a tool (not the unprepared one, not the unsupported ones).
+    started = [k for k, r in suite["rows"].items() if r.status != "unsupported" and k[1] != "fake-unprepared"]
+    assert suite["runtime"].sessions == len(started)
