@@ -9,7 +9,6 @@ and the suite goes on.
 """
 import csv
 import json
-from pathlib import Path
 
 import psutil
 import pytest

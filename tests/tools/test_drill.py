@@ -13,24 +13,20 @@ from pathlib import Path
 import pytest
 
 from harness import TOOLS_DIR
-from harness.adapter import ParseError, RunSpec, ToolOutput
+from harness.adapter import ParseError, ToolOutput
 from harness.registry import discover
+from conftest import captured_run, command_spec
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "drill" / "vu20-host"
 DRILL = discover()["drill"]
 
 
 def load(folder: Path) -> tuple[ToolOutput, dict]:
-    meta = json.loads((folder / "meta.json").read_text())
-    spec = RunSpec(url="http://198.18.0.2:80/style.css", vus=meta["row"]["vus"],
-                   duration_s=meta["row"]["duration_s"], out_dir=folder, cpus=2)
-    output = ToolOutput(spec, (folder / "stdout.txt").read_text(), (folder / "stderr.txt").read_text(), 0,
-                        meta["launched_at"])
-    return output, meta
+    return captured_run(folder, launched_at=json.loads((folder / "meta.json").read_text())["launched_at"])
 
 
 def test_command_runs_the_quiet_wrapper_with_base_and_path(tmp_path):
-    spec = RunSpec(url="http://198.18.0.2:80/style.css", vus=20, duration_s=5, out_dir=tmp_path, cpus=2)
+    spec = command_spec(tmp_path)
     assert DRILL.command(spec) == [str(TOOLS_DIR / "drill" / "run.sh"), str(tmp_path), "http://198.18.0.2:80",
                                    "/style.css", "20", "5"]
     run = (TOOLS_DIR / "drill" / "run.sh").read_text()

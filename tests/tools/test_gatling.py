@@ -7,7 +7,6 @@ report generator from the same log) and against Nginx's request count (meta.json
 The reader's branches that a plain run does not exercise (groups, KO messages, UTF-16 strings,
 error records) are checked on a log written here byte by byte after Gatling's LogFileDataWriter.
 """
-import json
 import re
 import struct
 from pathlib import Path
@@ -17,21 +16,16 @@ import pytest
 from harness import TOOLS_DIR
 from harness.adapter import ParseError, RunSpec, ToolOutput
 from harness.registry import discover
+from conftest import captured_run, cases
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "gatling"
 ADAPTERS = discover()
-CASES = sorted(p.name for p in FIXTURES.iterdir())
+CASES = cases("gatling")
 simlog = type(ADAPTERS["gatling"]).parse.__globals__["simlog"]   # tools/gatling/simlog.py, as the adapter loaded it
 
 
 def load(case: str, out_dir: Path | None = None, launched_at: float = 0.0) -> tuple[ToolOutput, dict]:
-    folder = FIXTURES / case
-    meta = json.loads((folder / "meta.json").read_text())
-    spec = RunSpec(url="http://198.18.0.2:80/style.css", vus=meta["row"]["vus"],
-                   duration_s=meta["row"]["duration_s"], out_dir=out_dir or folder, cpus=2)
-    output = ToolOutput(spec, (folder / "stdout.txt").read_text(), (folder / "stderr.txt").read_text(), 0,
-                        launched_at)
-    return output, meta
+    return captured_run(FIXTURES / case, out_dir, launched_at)
 
 
 def summary(stdout: str, label: str) -> tuple[str, str]:

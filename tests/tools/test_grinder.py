@@ -6,15 +6,15 @@ Parsed figures are checked against The Grinder's own final statistics in its wor
 (lth-0.log: tests, errors, mean test time, TPS), its 'New connections' column (keep-alive), and
 Nginx's request count (meta.json server_requests).
 """
-import json
 import re
 from pathlib import Path
 
 import pytest
 
 from harness import TOOLS_DIR
-from harness.adapter import ParseError, RunSpec, ToolOutput
+from harness.adapter import ParseError, ToolOutput
 from harness.registry import discover
+from conftest import captured_run, command_spec
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "grinder"
 ADAPTERS = discover()
@@ -23,12 +23,7 @@ CASE = FIXTURES / "vu20-host"
 
 
 def load(folder: Path, launched_at: float = 0.0) -> tuple[ToolOutput, dict]:
-    meta = json.loads((folder / "meta.json").read_text())
-    spec = RunSpec(url="http://198.18.0.2:80/style.css", vus=meta["row"]["vus"],
-                   duration_s=meta["row"]["duration_s"], out_dir=folder, cpus=2)
-    output = ToolOutput(spec, (folder / "stdout.txt").read_text(), (folder / "stderr.txt").read_text(), 0,
-                        launched_at)
-    return output, meta
+    return captured_run(folder, launched_at=launched_at)
 
 
 def grinder_totals(folder: Path) -> dict[str, float]:
@@ -41,7 +36,7 @@ def grinder_totals(folder: Path) -> dict[str, float]:
 
 
 def test_command_sets_threads_script_and_logs(tmp_path):
-    spec = RunSpec(url="http://198.18.0.2:80/style.css", vus=20, duration_s=5, out_dir=tmp_path, cpus=2)
+    spec = command_spec(tmp_path)
     argv = GRINDER.command(spec)
     assert argv[:3] == ["java", "-cp", "/opt/lth/grinder/wrap:/opt/lth/grinder/lib/*"]
     assert "-Dgrinder.threads=20" in argv and f"-Dgrinder.logDirectory={tmp_path}" in argv
@@ -92,7 +87,7 @@ def test_load_start_comes_from_the_first_request():
 
 
 def test_missing_or_empty_data_log_is_a_parse_error(tmp_path):
-    spec = RunSpec(url="http://198.18.0.2:80/style.css", vus=20, duration_s=5, out_dir=tmp_path, cpus=2)
+    spec = command_spec(tmp_path)
     with pytest.raises(ParseError, match="data log"):
         GRINDER.parse(ToolOutput(spec, "", "", 0))
     header = (CASE / "lth-0-data.log").read_text().splitlines()[0]

@@ -5,7 +5,6 @@ The parser reads h2load's per-request log; its figures are checked against h2loa
 summary of the same run (requests done, req/s, the "time for request" min/mean/max) and against
 Nginx's request count.
 """
-import json
 import re
 from pathlib import Path
 
@@ -13,19 +12,16 @@ import pytest
 
 from harness.adapter import ParseError, RunSpec, ToolOutput
 from harness.registry import discover
+from conftest import assert_ordered, captured_run, cases, command_spec
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "h2load"
 ADAPTER = discover()["h2load"]
-CASES = sorted(p.name for p in FIXTURES.iterdir())
+CASES = cases("h2load")
 UNIT_MS = {"us": 1e-3, "ms": 1.0, "s": 1e3}
 
 
 def load(case: str, out_dir: Path | None = None) -> tuple[ToolOutput, dict]:
-    folder = FIXTURES / case
-    meta = json.loads((folder / "meta.json").read_text())
-    spec = RunSpec(url="http://198.18.0.2:80/style.css", vus=meta["row"]["vus"],
-                   duration_s=meta["row"]["duration_s"], out_dir=out_dir or folder, cpus=2)
-    return ToolOutput(spec, (folder / "stdout.txt").read_text(), (folder / "stderr.txt").read_text(), 0), meta
+    return captured_run(FIXTURES / case, out_dir)
 
 
 def text_time_for_request(stdout: str) -> tuple[float, float, float]:
@@ -38,14 +34,8 @@ def text_time_for_request(stdout: str) -> tuple[float, float, float]:
     return tuple(values)
 
 
-def assert_ordered(m) -> None:
-    values = [m.lat_min_ms, m.lat_p50_ms, m.lat_p75_ms, m.lat_p90_ms, m.lat_p95_ms, m.lat_p99_ms, m.lat_max_ms]
-    assert all(v is not None for v in values)
-    assert values == sorted(values)
-
-
 def test_command_holds_vus_http1_connections_for_the_duration(tmp_path):
-    spec = RunSpec(url="http://198.18.0.2:80/style.css", vus=20, duration_s=5, out_dir=tmp_path, cpus=2)
+    spec = command_spec(tmp_path)
     assert ADAPTER.command(spec) == ["h2load", "--h1", "-c", "20", "-t", "2", "-m", "1", "-D", "5",
                                      "--log-file", str(tmp_path / "h2load-requests.tsv"),
                                      "http://198.18.0.2:80/style.css"]

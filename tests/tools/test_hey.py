@@ -9,31 +9,21 @@ from pathlib import Path
 
 import pytest
 
-from harness.adapter import ParseError, RunSpec, ToolOutput
+from harness.adapter import ParseError, ToolOutput
 from harness.registry import discover
-from conftest import captured_run
+from conftest import assert_ordered, captured_run, cases, command_spec, with_stdout
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "hey"
 ADAPTER = discover()["hey"]
-CASES = sorted(p.name for p in FIXTURES.iterdir())
+CASES = cases("hey")
 
 
 def load(case: str) -> tuple[ToolOutput, dict]:
     return captured_run(FIXTURES / case)
 
 
-def with_stdout(output: ToolOutput, stdout: str) -> ToolOutput:
-    return ToolOutput(output.spec, stdout, output.stderr, 0)
-
-
-def assert_ordered(m) -> None:
-    values = [m.lat_min_ms, m.lat_p50_ms, m.lat_p75_ms, m.lat_p90_ms, m.lat_p95_ms, m.lat_p99_ms, m.lat_max_ms]
-    assert all(v is not None for v in values)
-    assert values == sorted(values)
-
-
 def test_command_holds_vus_connections_for_the_duration(tmp_path):
-    spec = RunSpec(url="http://198.18.0.2:80/style.css", vus=20, duration_s=5, out_dir=tmp_path, cpus=2)
+    spec = command_spec(tmp_path)
     assert ADAPTER.command(spec) == ["/opt/lth/bin/hey", "-z", "5s", "-c", "20", "-t", "10",
                                      "http://198.18.0.2:80/style.css"]
 

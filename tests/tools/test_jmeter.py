@@ -5,7 +5,6 @@ Parsed figures (computed by the parser from the per-sample JTL) are checked agai
 itself printed for the same run (its non-GUI summariser line "summary = N in ... Avg: Min: Max: Err:")
 and against Nginx's request count (meta.json server_requests).
 """
-import json
 import re
 import shutil
 from pathlib import Path
@@ -15,22 +14,17 @@ import pytest
 from harness import TOOLS_DIR
 from harness.adapter import ParseError, RunSpec, ToolOutput
 from harness.registry import discover
+from conftest import captured_run, cases
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "jmeter"
 ADAPTERS = discover()
-CASES = sorted(p.name for p in FIXTURES.iterdir())
+CASES = cases("jmeter")
 SUMMARY = re.compile(r"^summary =\s+(\d+) in [\d:]+ =\s+[\d.]+/s Avg:\s+(\d+) Min:\s+(\d+) Max:\s+(\d+) Err:\s+(\d+)",
                      re.MULTILINE)
 
 
 def load(case: str, out_dir: Path | None = None, launched_at: float = 0.0) -> tuple[ToolOutput, dict]:
-    folder = FIXTURES / case
-    meta = json.loads((folder / "meta.json").read_text())
-    spec = RunSpec(url="http://198.18.0.2:80/style.css", vus=meta["row"]["vus"],
-                   duration_s=meta["row"]["duration_s"], out_dir=out_dir or folder, cpus=2)
-    output = ToolOutput(spec, (folder / "stdout.txt").read_text(), (folder / "stderr.txt").read_text(), 0,
-                        launched_at)
-    return output, meta
+    return captured_run(FIXTURES / case, out_dir, launched_at)
 
 
 def first_timestamp_ms(folder: Path) -> int:

@@ -9,22 +9,18 @@ from pathlib import Path
 
 import pytest
 
-from harness.adapter import ParseError, RunSpec, ToolOutput
+from harness.adapter import ParseError, ToolOutput
 from harness.registry import discover
+from conftest import captured_run, cases, command_spec
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "k6"
 ADAPTER = discover()["k6"]
-CASES = sorted(p.name for p in FIXTURES.iterdir())
+CASES = cases("k6")
 UNIT_MS = {"ns": 1e-6, "µs": 1e-3, "us": 1e-3, "ms": 1.0, "s": 1000.0}
 
 
 def load(case: str, launched_at: float = 0.0, out_dir: Path | None = None) -> tuple[ToolOutput, dict]:
-    folder = FIXTURES / case
-    meta = json.loads((folder / "meta.json").read_text())
-    spec = RunSpec(url="http://198.18.0.2:80/style.css", vus=meta["row"]["vus"],
-                   duration_s=meta["row"]["duration_s"], out_dir=out_dir or folder, cpus=2)
-    return ToolOutput(spec, (folder / "stdout.txt").read_text(), (folder / "stderr.txt").read_text(), 0,
-                      launched_at), meta
+    return captured_run(FIXTURES / case, out_dir, launched_at)
 
 
 def text_trend(stdout: str, metric: str) -> dict[str, tuple[float, float]]:
@@ -37,7 +33,7 @@ def text_trend(stdout: str, metric: str) -> dict[str, tuple[float, float]]:
 
 
 def test_command_runs_the_script_with_vus_for_the_duration(tmp_path):
-    spec = RunSpec(url="http://198.18.0.2:80/style.css", vus=20, duration_s=5, out_dir=tmp_path, cpus=2)
+    spec = command_spec(tmp_path)
     argv = ADAPTER.command(spec)
     assert argv[:2] == ["/opt/lth/bin/k6", "run"]
     joined = " ".join(argv)

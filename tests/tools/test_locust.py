@@ -15,22 +15,17 @@ import pytest
 from harness import TOOLS_DIR
 from harness.adapter import ParseError, RunSpec, ToolOutput
 from harness.registry import discover
+from conftest import assert_ordered, captured_run, cases, command_spec
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "locust"
 ADAPTERS = discover()
 VARIANTS = ("locust", "locust-http", "locust-multi")
-CASES = sorted(p.name for p in FIXTURES.iterdir())
+CASES = cases("locust")
 PERCENTILES = (50, 75, 90, 95, 99)
 
 
 def load(case: str, launched_at: float = 0.0) -> tuple[ToolOutput, dict]:
-    folder = FIXTURES / case
-    meta = json.loads((folder / "meta.json").read_text())
-    spec = RunSpec(url="http://198.18.0.2:80/style.css", vus=meta["row"]["vus"],
-                   duration_s=meta["row"]["duration_s"], out_dir=folder, cpus=2)
-    output = ToolOutput(spec, (folder / "stdout.txt").read_text(), (folder / "stderr.txt").read_text(), 0,
-                        launched_at)
-    return output, meta
+    return captured_run(FIXTURES / case, launched_at=launched_at)
 
 
 def locust_percentile(histogram: dict[int, int], total: int, fraction: float) -> int:
@@ -49,12 +44,6 @@ def aggregated_csv_row(folder: Path) -> dict:
         return next(r for r in csv.DictReader(handle) if r["Name"] == "Aggregated")
 
 
-def assert_ordered(m) -> None:
-    values = [m.lat_min_ms, m.lat_p50_ms, m.lat_p75_ms, m.lat_p90_ms, m.lat_p95_ms, m.lat_p99_ms, m.lat_max_ms]
-    assert all(v is not None for v in values)
-    assert values == sorted(values)
-
-
 def test_discovery_yields_all_three_variants_from_one_folder():
     for name in VARIANTS:
         assert name in ADAPTERS
@@ -65,7 +54,7 @@ def test_discovery_yields_all_three_variants_from_one_folder():
 
 
 def test_commands_pick_client_and_process_mode(tmp_path):
-    spec = RunSpec(url="http://198.18.0.2:80/style.css", vus=20, duration_s=5, out_dir=tmp_path, cpus=2)
+    spec = command_spec(tmp_path)
     argvs = {n: ADAPTERS[n].command(spec) for n in VARIANTS}
     for name, argv in argvs.items():
         assert argv[0] == "/opt/lth/locust/venv/bin/locust"
@@ -169,7 +158,7 @@ def test_load_start_comes_from_locusts_first_request_timestamp():
 
 def _with_json(tmp_path: Path, payload) -> ToolOutput:
     (tmp_path / "locust.json").write_text(payload if isinstance(payload, str) else json.dumps(payload))
-    spec = RunSpec(url="http://198.18.0.2:80/style.css", vus=20, duration_s=5, out_dir=tmp_path, cpus=2)
+    spec = command_spec(tmp_path)
     return ToolOutput(spec, "", "", 0)
 
 

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from harness import TOOLS_DIR
-from harness.adapter import ParseError, RunSpec, ToolOutput
+from harness.adapter import ParseError, ToolOutput
 from harness.registry import discover
+from conftest import assert_ordered, captured_run, command_spec
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "oha"
 ADAPTERS = discover()
@@ -21,20 +22,11 @@ CASE = "vu20-host"
 
 
 def load(folder: Path) -> tuple[ToolOutput, dict]:
-    meta = json.loads((folder / "meta.json").read_text())
-    spec = RunSpec(url="http://198.18.0.2:80/style.css", vus=meta["row"]["vus"],
-                   duration_s=meta["row"]["duration_s"], out_dir=folder, cpus=2)
-    return ToolOutput(spec, (folder / "stdout.txt").read_text(), (folder / "stderr.txt").read_text(), 0), meta
-
-
-def assert_ordered(m) -> None:
-    values = [m.lat_min_ms, m.lat_p50_ms, m.lat_p75_ms, m.lat_p90_ms, m.lat_p95_ms, m.lat_p99_ms, m.lat_max_ms]
-    assert all(v is not None for v in values)
-    assert values == sorted(values)
+    return captured_run(folder)
 
 
 def test_command_holds_vus_connections_for_the_duration(tmp_path):
-    spec = RunSpec(url="http://198.18.0.2:80/style.css", vus=20, duration_s=5, out_dir=tmp_path, cpus=2)
+    spec = command_spec(tmp_path)
     argv = ADAPTERS["oha"].command(spec)
     assert argv[0] == "/opt/lth/cargo/bin/oha"
     joined = " ".join(argv)
@@ -95,6 +87,6 @@ def test_error_kinds_and_bad_statuses_count_as_errors(tmp_path):
 def test_missing_or_broken_report_is_a_parse_error(tmp_path, content):
     if content is not None:
         (tmp_path / "oha.json").write_text(content)
-    spec = RunSpec(url="http://198.18.0.2:80/style.css", vus=20, duration_s=5, out_dir=tmp_path, cpus=2)
+    spec = command_spec(tmp_path)
     with pytest.raises(ParseError):
         ADAPTERS["oha"].parse(ToolOutput(spec, "", "", 0))

@@ -7,10 +7,10 @@ import pytest
 
 from harness.adapter import RunSpec, ToolOutput
 from harness.registry import discover
+from conftest import URL
 
 TOOLS = discover()
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "openmodel"
-URL = "http://198.18.0.2:80/style.css"
 
 
 def spec(tmp_path: Path, rate: int | None = 1000) -> RunSpec:

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from harness.adapter import ParseError, RunSpec, ToolOutput
+from harness.adapter import ParseError, ToolOutput
 from harness.registry import discover
-from conftest import captured_run
+from conftest import captured_run, cases, command_spec
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "siege"
 ADAPTER = discover()["siege"]
-CASES = sorted(p.name for p in FIXTURES.iterdir())
+CASES = cases("siege")
 
 
 def load(case: str) -> tuple[ToolOutput, dict]:
@@ -27,7 +27,7 @@ def summary(output: ToolOutput) -> dict:
 
 
 def test_command_runs_vus_keep_alive_users_in_benchmark_mode(tmp_path):
-    spec = RunSpec(url="http://198.18.0.2:80/style.css", vus=20, duration_s=5, out_dir=tmp_path, cpus=2)
+    spec = command_spec(tmp_path)
     assert ADAPTER.command(spec) == ["siege", "-R", str(ADAPTER.folder / "siegerc"), "-b", "-j", "-c", "20",
                                      "-t", "5S", "http://198.18.0.2:80/style.css"]
 

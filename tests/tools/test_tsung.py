@@ -14,8 +14,9 @@ import numpy as np
 import pytest
 
 from harness import TOOLS_DIR
-from harness.adapter import ParseError, RunSpec, ToolOutput
+from harness.adapter import ParseError, ToolOutput
 from harness.registry import discover
+from conftest import captured_run, command_spec
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "tsung"
 ADAPTERS = discover()
@@ -25,12 +26,7 @@ combine_requests = type(TSUNG).parse.__globals__["combine_requests"]   # adapter
 
 
 def load(folder: Path, launched_at: float = 0.0) -> tuple[ToolOutput, dict]:
-    meta = json.loads((folder / "meta.json").read_text())
-    spec = RunSpec(url="http://198.18.0.2:80/style.css", vus=meta["row"]["vus"],
-                   duration_s=meta["row"]["duration_s"], out_dir=folder, cpus=2)
-    output = ToolOutput(spec, (folder / "stdout.txt").read_text(), (folder / "stderr.txt").read_text(), 0,
-                        launched_at)
-    return output, meta
+    return captured_run(folder, launched_at=launched_at)
 
 
 def stats_samples(folder: Path) -> list[dict]:
@@ -39,7 +35,7 @@ def stats_samples(folder: Path) -> list[dict]:
 
 
 def test_command_runs_the_wrapper_with_the_target_split_up(tmp_path):
-    spec = RunSpec(url="http://198.18.0.2:80/style.css", vus=20, duration_s=5, out_dir=tmp_path, cpus=2)
+    spec = command_spec(tmp_path)
     argv = TSUNG.command(spec)
     assert argv == [str(TOOLS_DIR / "tsung" / "run.sh"), str(tmp_path), "198.18.0.2", "80", "/style.css", "20", "5"]
 
@@ -106,7 +102,7 @@ def test_an_aborted_run_with_unterminated_json_still_parses_and_is_noted(tmp_pat
 
 
 def test_missing_stats_is_a_parse_error(tmp_path):
-    spec = RunSpec(url="http://198.18.0.2:80/style.css", vus=20, duration_s=5, out_dir=tmp_path, cpus=2)
+    spec = command_spec(tmp_path)
     with pytest.raises(ParseError, match="tsung.log"):
         TSUNG.parse(ToolOutput(spec, "", "", 0))
     (tmp_path / "log" / "20260101-0000").mkdir(parents=True)

@@ -14,19 +14,15 @@ import pytest
 
 from harness.adapter import ParseError, RunSpec, ToolOutput
 from harness.registry import discover
+from conftest import assert_ordered, captured_run, cases, command_spec
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "vegeta"
 ADAPTER = discover()["vegeta"]
-CASES = sorted(p.name for p in FIXTURES.iterdir())
+CASES = cases("vegeta")
 
 
 def load(case: str, folder: Path | None = None, launched_at: float = 0.0) -> tuple[ToolOutput, dict]:
-    folder = folder or FIXTURES / case
-    meta = json.loads((folder / "meta.json").read_text())
-    spec = RunSpec(url="http://198.18.0.2:80/style.css", vus=meta["row"]["vus"],
-                   duration_s=meta["row"]["duration_s"], out_dir=folder, cpus=2)
-    return ToolOutput(spec, (folder / "stdout.txt").read_text(), (folder / "stderr.txt").read_text(), 0,
-                      launched_at), meta
+    return captured_run(folder or FIXTURES / case, launched_at=launched_at)
 
 
 def report(case: str) -> dict:
@@ -40,14 +36,8 @@ def epoch_ns(rfc3339: str) -> int:
     return int(seconds) * 10**9 + int(fraction.ljust(9, "0"))
 
 
-def assert_ordered(m) -> None:
-    values = [m.lat_min_ms, m.lat_p50_ms, m.lat_p75_ms, m.lat_p90_ms, m.lat_p95_ms, m.lat_p99_ms, m.lat_max_ms]
-    assert all(v is not None for v in values)
-    assert values == sorted(values)
-
-
 def test_command_is_a_closed_model_with_vus_workers_and_connections(tmp_path):
-    spec = RunSpec(url="http://198.18.0.2:80/style.css", vus=20, duration_s=5, out_dir=tmp_path, cpus=2)
+    spec = command_spec(tmp_path)
     argv = ADAPTER.command(spec)
     assert argv[:2] == ["sh", "-c"]
     assert argv[3:] == ["vegeta", "http://198.18.0.2:80/style.css", "20", "5", str(tmp_path), "0"]

@@ -16,10 +16,10 @@ import pytest
 
 from harness.adapter import ParseError, ToolOutput
 from harness.registry import discover
-from conftest import captured_run
+from conftest import captured_run, cases, with_stdout
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "wrk"
-CASES = sorted(p.name for p in FIXTURES.iterdir())
+CASES = cases("wrk")
 WRK = discover()["wrk"]
 module = SimpleNamespace(**type(WRK).parse.__globals__)   # the adapter file's functions
 
@@ -125,6 +125,12 @@ def test_parser_reports_the_raw_latencies_within_littles_bound(case):
     assert not WRK.co_corrected and WRK.timing_resolution_ms == 0.001
     for name in ("requests", "rps", "lat_mean_ms", "lat_p50_ms", "lat_p99_ms"):
         assert getattr(metrics, name) == pytest.approx(row[name]), name
+
+
+def test_wrk_without_summary_line_is_a_parse_error():
+    output, _ = load(CASES[0])
+    with pytest.raises(ParseError):
+        WRK.parse(with_stdout(output, output.stdout.split("LTH_JSON")[0]))
 
 
 def test_missing_histogram_line_is_a_parse_error():
