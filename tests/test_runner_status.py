@@ -50,7 +50,7 @@ def meta(suite: dict, scenario: str, tool: str) -> dict:
 def test_a_tool_that_exits_0_with_output_that_parses_is_ok(suite):
     row = suite["rows"][CLOSED.id, "fake-ok"]
     assert row.status == "ok" and row.error == ""
-    assert row.requests > 10 and row.rps > 0 and row.tool_version == "0.0-fake" and row.runtime == "fake"
+    assert row.requests > 5 and row.rps > 0 and row.tool_version == "0.0-fake" and row.runtime == "fake"
     # The target counted exactly the tool's requests (its own status requests taken out).
     assert row.server_requests == row.requests
     assert row.rtt_measured_ms is not None and row.startup_s is None
@@ -61,7 +61,7 @@ def test_a_non_zero_exit_is_failed_with_the_last_stderr_line_and_keeps_the_figur
     row = suite["rows"][CLOSED.id, "fake-fail"]
     assert row.status == "failed"
     assert row.error == "exit status 3: fake: the connection pool broke"
-    assert row.requests > 10                     # parsed all the same: the figures say how far it got
+    assert row.requests > 5                      # parsed all the same: the figures say how far it got
 
 
 def test_a_tool_running_past_its_grace_is_killed_and_timeout(suite):
