@@ -14,19 +14,23 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import fields
 from pathlib import Path
+from typing import get_args, get_type_hints
 
 import pandas as pd
 
-NUMERIC = ["vus", "rtt_target_ms", "duration_s", "requests", "errors", "rps", "lat_min_ms", "lat_mean_ms",
-           "lat_p50_ms", "lat_p75_ms", "lat_p90_ms", "lat_p95_ms", "lat_p99_ms", "lat_max_ms", "mem_avg_mb",
-           "mem_peak_mb", "cpu_avg_pct", "server_requests", "rtt_measured_ms", "lat_added_ms", "measured_s",
-           "repeat", "startup_s", "mem_startup_peak_mb", "timing_resolution_ms", "wire_requests", "wire_p50_ms",
-           "wire_p99_ms", "tool_error_p50_ms", "tool_error_p99_ms", "target_cpu_pct", "req_per_cpu_s", "mem_per_vu_kb",
-           "rate_target_rps", "rate_achieved_rps", "stall_ms", "stall_at_s", "stall_actual_ms", "expected_p99_ms",
-           "expected_max_ms"]
-LATENCY = ["lat_min_ms", "lat_mean_ms", "lat_p50_ms", "lat_p75_ms", "lat_p90_ms", "lat_p95_ms", "lat_p99_ms",
-           "lat_max_ms"]
+from harness.adapter import LATENCY_FIELDS
+from harness.results import RunRow
+
+
+def _numeric(hint: object) -> bool:
+    """int or float, optional or not; bool (a subclass of int) is not a number here."""
+    return hint in (int, float) or any(arg in (int, float) for arg in get_args(hint))
+
+
+NUMERIC = [f.name for f in fields(RunRow) if _numeric(get_type_hints(RunRow)[f.name])]
+LATENCY = list(LATENCY_FIELDS)
 # The runner's note for figures it emptied (harness.adapter.BELOW_RESOLUTION).
 EMPTIED = re.compile(r"timing resolution, left empty: ([a-z0-9_, ]+)")
 ENVIRONMENT_KEYS = ["hostname", "kernel", "cpu_model", "cores", "memory_gib", "harness_commit", "docker_version",

@@ -5,7 +5,7 @@
     ratio of median RPS (should be >= 0.98).
 (b) Docker vs host RPS ratio for wrk and ab, interleaved rounds, medians.
 
-Usage (root): .venv/bin/python analysis/overhead_check.py [--duration 10] [--rounds 3]
+Usage (root, from the repository root): .venv/bin/python -m analysis.overhead_check [--duration 10] [--rounds 3]
 Writes a results folder (runtime "overhead") with every harness row and overhead.json.
 """
 from __future__ import annotations
@@ -18,15 +18,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from harness import REPO_ROOT, registry  # noqa: E402
-from harness.adapter import RunSpec  # noqa: E402
-from harness.results import ResultsFolder  # noqa: E402
-from harness.runner import run_one  # noqa: E402
-from harness.runtimes.docker import DockerRuntime  # noqa: E402
-from harness.runtimes.host import HostRuntime  # noqa: E402
-from harness.scenarios import select  # noqa: E402
+from harness import REPO_ROOT, registry
+from harness.adapter import RunSpec
+from harness.results import ResultsFolder
+from harness.runner import run_one
+from harness.runtimes.docker import DockerRuntime
+from harness.runtimes.host import HostRuntime
+from harness.scenarios import select
 
 
 def wrk_by_hand(runtime: HostRuntime, duration_s: int, out_dir: Path) -> float:

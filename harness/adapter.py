@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 
 @dataclass(frozen=True)
@@ -35,26 +35,39 @@ class ToolOutput:
         return self.spec.out_dir / name
 
 
-@dataclass
-class Metrics:
-    """What a tool achieved. ``None`` means the tool does not report it (never 0 for unknown)."""
+def column(doc: str, default: Any = None) -> Any:
+    """A runs.csv column; ``doc`` is its line in the README's column table (harness/results.py).
+    ``default=MISSING`` makes it a required argument."""
+    return field(default=default, metadata={"doc": doc})
 
-    requests: int | None = None
-    errors: int | None = None
-    rps: float | None = None
+
+@dataclass
+class Figures:
+    """What a tool reports that becomes the runs.csv column of the same name: declared here once,
+    in the csv's order (RunRow inherits them). ``None`` means the tool does not report it (never 0)."""
+
+    requests: int | None = column("requests the tool completed, by its own count")
+    errors: int | None = column("requests the tool counted as failed")
+    rps: float | None = column("requests per second as the tool reports them, over its load window")
+    lat_min_ms: float | None = column("fastest response as the tool timed it, ms")
+    lat_mean_ms: float | None = column("mean response time, ms")
+    lat_p50_ms: float | None = column("median response time, ms")
+    lat_p75_ms: float | None = column("75th percentile response time, ms")
+    lat_p90_ms: float | None = column("90th percentile response time, ms")
+    lat_p95_ms: float | None = column("95th percentile response time, ms")
+    lat_p99_ms: float | None = column("99th percentile response time, ms")
+    lat_max_ms: float | None = column("slowest response, ms")
+
+
+@dataclass
+class Metrics(Figures):
+    """What a tool achieved: its :class:`Figures`, the load window as it timed it, and where they came from."""
+
     measured_s: float | None = None   # the load window as the tool itself timed it
     # Seconds from launch to the first request, for tools with a start-up phase (JVM, compile,
     # spawning workers), from the tool's own timestamps. The load window is then
     # [load_start_s, load_start_s + measured_s]: memory and CPU averages cover only that window.
     load_start_s: float | None = None
-    lat_min_ms: float | None = None
-    lat_mean_ms: float | None = None
-    lat_p50_ms: float | None = None
-    lat_p75_ms: float | None = None
-    lat_p90_ms: float | None = None
-    lat_p95_ms: float | None = None
-    lat_p99_ms: float | None = None
-    lat_max_ms: float | None = None
     source: str = ""                  # how the figures were obtained, kept in the results
     notes: list[str] = field(default_factory=list)
 
@@ -118,8 +131,7 @@ class ToolAdapter(ABC):
 
 
 BELOW_RESOLUTION = "below the tool's {resolution:g} ms timing resolution, left empty: {columns}"
-LATENCY_FIELDS = ("lat_min_ms", "lat_mean_ms", "lat_p50_ms", "lat_p75_ms", "lat_p90_ms", "lat_p95_ms",
-                  "lat_p99_ms", "lat_max_ms")
+LATENCY_FIELDS = tuple(f.name for f in fields(Figures) if f.name.startswith("lat_"))
 
 
 def below_resolution(metrics: Metrics, resolution_ms: float) -> Metrics:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.errors import HarnessError
+from harness.results import ResultsFolder
 
 if TYPE_CHECKING:
     from harness.runner import Plan
@@ -57,8 +58,19 @@ def _ephemeral_ports(max_vus: int) -> str | None:
     return None
 
 
+def _resumable(plan: "Plan") -> str | None:
+    """A wrong --resume is bad input: said before the suite waits for another run's lock."""
+    try:
+        ResultsFolder.open(plan.resume, plan.runtime)
+    except HarnessError as exc:
+        return str(exc)
+    return None
+
+
 def check(plan: "Plan", runtime: "Runtime") -> None:
     max_vus = max(s.vus for s in plan.scenarios)
+    if plan.resume is not None and (problem := _resumable(plan)):
+        raise HarnessError(problem)
     root = plan.resume or plan.results_root
     problems = [p for p in (_writable(root), _open_files(max_vus), _ephemeral_ports(max_vus)) if p]
     if not problems:

@@ -1,21 +1,28 @@
 """Discovers tool adapters: every ``tools/<name>/adapter.py`` that defines a ToolAdapter subclass."""
 from __future__ import annotations
 
-import importlib.util
+import importlib
+import inspect
 import os
 import sys
-import inspect
 from pathlib import Path
+from types import ModuleType
 
 from harness import TOOLS_DIR
 from harness.adapter import ToolAdapter
 from harness.errors import HarnessError
 
 
-def _load_module(path: Path):
-    spec = importlib.util.spec_from_file_location(f"lth_tools.{path.parent.name.replace('-', '_')}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+def _import_adapter(adapter_file: Path) -> ModuleType:
+    """``<dir>/<id>/adapter.py`` is the module ``<dir name>.<id>.adapter``: ``tools.wrk.adapter``. A
+    folder of extra tools (LTH_EXTRA_TOOLS) is imported the same way, its parent appended to
+    sys.path so that names already importable (``tools``, ``harness``) keep meaning the repository's."""
+    tools_dir = adapter_file.parent.parent
+    if tools_dir != TOOLS_DIR and str(tools_dir.parent) not in sys.path:
+        sys.path.append(str(tools_dir.parent))
+    module = importlib.import_module(f"{tools_dir.name}.{adapter_file.parent.name}.adapter")
+    if Path(module.__file__).resolve() != adapter_file.resolve():   # another checkout's, or a name clash
+        raise ImportError(f"{module.__name__} is {module.__file__}, not {adapter_file}")
     return module
 
 
@@ -30,7 +37,7 @@ def discover(tools_dir: Path = TOOLS_DIR) -> dict[str, ToolAdapter]:
     adapter_files = [f for d in _tool_dirs(tools_dir) for f in sorted(d.glob("*/adapter.py"))]
     for adapter_file in adapter_files:
         try:
-            module = _load_module(adapter_file)
+            module = _import_adapter(adapter_file)
         except Exception as exc:  # noqa: BLE001 - one broken adapter must not hide the others
             print(f"warning: skipping {adapter_file}: {type(exc).__name__}: {exc}", file=sys.stderr)
             continue

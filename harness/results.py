@@ -7,10 +7,11 @@ from __future__ import annotations
 import csv
 import json
 import os
-from dataclasses import asdict, dataclass, fields
+from dataclasses import MISSING, asdict, dataclass, fields
 from datetime import datetime, timezone
 from pathlib import Path
 
+from harness.adapter import Figures, column
 from harness.errors import HarnessError
 
 # unsupported: a rate scenario and a tool without an open model (the error says so); nothing ran.
@@ -18,68 +19,66 @@ STATUSES = ("ok", "failed", "timeout", "unsupported")
 
 
 @dataclass
-class RunRow:
-    tool: str
-    tool_version: str | None
-    runtime: str
-    scenario: str
-    vus: int
-    rtt_target_ms: float
-    duration_s: int
-    requests: int | None = None
-    errors: int | None = None
-    rps: float | None = None
-    lat_min_ms: float | None = None
-    lat_mean_ms: float | None = None
-    lat_p50_ms: float | None = None
-    lat_p75_ms: float | None = None
-    lat_p90_ms: float | None = None
-    lat_p95_ms: float | None = None
-    lat_p99_ms: float | None = None
-    lat_max_ms: float | None = None
-    mem_avg_mb: float | None = None
-    mem_peak_mb: float | None = None
-    cpu_avg_pct: float | None = None
-    server_requests: int | None = None
-    status: str = "failed"
-    error: str = ""
-    notes: str = ""                      # the adapter's remarks on this run (e.g. why counts differ)
-    shaper: str = "none"                 # how the RTT was made: netem | toxiproxy | none
-    rtt_measured_ms: float | None = None # median RTT from the tool's position, before the run
-    rtt_ok: bool | None = None           # within max(10%, 0.5 ms) of rtt_target_ms
-    lat_added_ms: float | None = None    # tool_error_p50_ms where a capture exists, else empty
-    measured_s: float | None = None      # the load window as the tool timed it
-    repeat: int = 1                      # repetition number (REPEAT=n runs every tool n times, interleaved)
-    startup_s: float | None = None       # launch to first request (tools with a start-up phase)
-    mem_startup_peak_mb: float | None = None  # RSS peak outside the load window (start-up, report)
-    started_at: str = ""
-    run_dir: str = ""                    # relative to the results folder
+class RunSetup:
+    """What was run: the first columns of every row."""
+
+    tool: str = column("the tool id (a variant has its own: locust-http)", MISSING)
+    tool_version: str | None = column("the version the tool printed", MISSING)
+    runtime: str = column("host or docker", MISSING)
+    scenario: str = column("the scenario id, e.g. vu20-rtt0.1", MISSING)
+    vus: int = column("virtual users: connections held for the whole run (a rate run's cap)", MISSING)
+    rtt_target_ms: float = column("the round-trip time the scenario asks for, ms", MISSING)
+    duration_s: int = column("how long the tool was asked to run, s", MISSING)
+
+
+@dataclass
+class RunRow(Figures, RunSetup):
+    """One runs.csv row: RunSetup's columns, the tool's Figures, then what the harness measured.
+    The column order is a contract: new columns go last."""
+
+    mem_avg_mb: float | None = column("the tool's average RSS over the load window, MiB")
+    mem_peak_mb: float | None = column("the tool's peak RSS over the load window, MiB")
+    cpu_avg_pct: float | None = column("the tool's average CPU over the load window, 100 = one core")
+    server_requests: int | None = column("requests Nginx served during the run (its stub_status)")
+    status: str = column("ok, failed, timeout or unsupported", "failed")
+    error: str = column("why the run did not succeed (empty when ok)", "")
+    notes: str = column("the adapter's and the runner's remarks on this run (e.g. why counts differ)", "")
+    shaper: str = column("how the RTT was made: netem, toxiproxy or none", "none")
+    rtt_measured_ms: float | None = column("median RTT from the tool's position, before the run, ms")
+    rtt_ok: bool | None = column("rtt_measured_ms within max(10%, 0.5 ms) of rtt_target_ms")
+    lat_added_ms: float | None = column("tool_error_p50_ms where a capture exists, else empty")
+    measured_s: float | None = column("the load window as the tool timed it, s")
+    repeat: int = column("repetition number (--repeat n runs every tool n times, interleaved)", 1)
+    startup_s: float | None = column("launch to first request, s (tools with a start-up phase)")
+    mem_startup_peak_mb: float | None = column("the tool's peak RSS outside the load window (start-up, report), MiB")
+    started_at: str = column("when the run started, UTC, ISO 8601", "")
+    run_dir: str = column("the run's folder, relative to the results folder", "")
     # Latency accuracy (issue 10): the tool's clock, and the wire's view of the same run.
-    timing_resolution_ms: float | None = None  # 0.001 for µs tools, 1 for whole-ms ones
-    co_corrected: bool | None = None     # True: the tool's latency figures are coordinated-omission corrected
-    wire_requests: int | None = None     # request/response pairs seen in the packet capture
-    wire_p50_ms: float | None = None     # request's first byte out to response's last byte in, on the wire
-    wire_p99_ms: float | None = None
-    tool_error_p50_ms: float | None = None  # lat_p50_ms - wire_p50_ms
-    tool_error_p99_ms: float | None = None  # lat_p99_ms - wire_p99_ms
+    timing_resolution_ms: float | None = column("the tool's clock step: 0.001 for µs tools, 1 for whole-ms ones")
+    co_corrected: bool | None = column("true: the tool's latency figures are coordinated-omission corrected")
+    wire_requests: int | None = column("request/response pairs seen in the packet capture (--capture)")
+    wire_p50_ms: float | None = column("median of request's first byte out to response's last byte in, on the wire, ms")
+    wire_p99_ms: float | None = column("the same, 99th percentile, ms")
+    tool_error_p50_ms: float | None = column("lat_p50_ms - wire_p50_ms")
+    tool_error_p99_ms: float | None = column("lat_p99_ms - wire_p99_ms")
     # Who is the bottleneck (issue 11): the CPU split and both sides' CPU over the load window.
-    cpus_target: str = ""                # CPU list Nginx ran on ("" = no isolation)
-    cpus_tool: str = ""                  # CPU list the tool ran on ("" = no isolation)
-    target_cpu_pct: float | None = None  # Nginx (master + workers, + Toxiproxy if it shapes) %CPU, 100 = one core
-    tool_saturated: bool | None = None   # tool CPU >= 90% of its cores over the load window
-    target_saturated: bool | None = None # Nginx CPU >= 90% of its cores over the load window
-    req_per_cpu_s: float | None = None   # requests / the tool's CPU-seconds in the load window
-    mem_per_vu_kb: float | None = None   # (mem_avg - the tool's 1-VU/idle memory) / VUs
+    cpus_target: str = column("CPU list Nginx ran on (empty: no isolation)", "")
+    cpus_tool: str = column("CPU list the tool ran on (empty: no isolation)", "")
+    target_cpu_pct: float | None = column("Nginx's CPU (master + workers, + Toxiproxy if it shapes), 100 = one core")
+    tool_saturated: bool | None = column("the tool's CPU >= 90% of its cores over the load window")
+    target_saturated: bool | None = column("Nginx's CPU >= 90% of its cores over the load window")
+    req_per_cpu_s: float | None = column("requests / the tool's CPU-seconds in the load window")
+    mem_per_vu_kb: float | None = column("(mem_avg_mb - the tool's 1-VU memory) / VUs, KiB")
     # Open model and the stall test (issue 13): harness/openmodel.py, harness/stall.py.
-    rate_model: str = ""                 # in a rate scenario: how the tool paced it (its options), or why it cannot
-    rate_target_rps: float | None = None # the arrival rate asked for (empty: closed model)
-    rate_achieved_rps: float | None = None  # requests / the tool's measured window
-    rate_ok: bool | None = None          # achieved >= 95% of the target
-    stall_ms: int | None = None          # the target was frozen (SIGSTOP) this long during the run
-    stall_at_s: float | None = None      # when, in seconds after the tool's launch
-    stall_actual_ms: float | None = None # SIGSTOP to SIGCONT as it happened (empty: the stall did not happen)
-    expected_p99_ms: float | None = None # p99 a tool timing from intended send times must report (stall.py)
-    expected_max_ms: float | None = None
+    rate_model: str = column("in a rate scenario: how the tool paced it (its options), or why it cannot", "")
+    rate_target_rps: float | None = column("the arrival rate asked for (empty: closed model)")
+    rate_achieved_rps: float | None = column("requests / the tool's measured window")
+    rate_ok: bool | None = column("achieved >= 95% of the target rate")
+    stall_ms: int | None = column("the target was frozen (SIGSTOP) this long during the run, ms")
+    stall_at_s: float | None = column("when, in seconds after the tool's launch")
+    stall_actual_ms: float | None = column("SIGSTOP to SIGCONT as it happened, ms (empty: the stall did not happen)")
+    expected_p99_ms: float | None = column("p99 a tool timing from intended send times must report (stall.py)")
+    expected_max_ms: float | None = column("max a tool timing from intended send times must report (stall.py)")
 
 
 COLUMNS = [f.name for f in fields(RunRow)]
@@ -167,3 +166,9 @@ class ResultsFolder:
 
 def write_meta(run_dir: Path, row: RunRow, extra: dict) -> None:
     (run_dir / "meta.json").write_text(json.dumps({"row": asdict(row), **extra}, indent=2, default=str) + "\n")
+
+
+def columns_markdown() -> str:
+    """The README's column table, from the columns' docs (tests/test_results.py keeps the two equal)."""
+    rows = [f"| `{f.name}` | {f.metadata['doc']} |" for f in fields(RunRow)]
+    return "\n".join(["| column | meaning |", "|---|---|", *rows]) + "\n"

@@ -9,7 +9,7 @@ import os
 import traceback
 import signal
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -17,11 +17,11 @@ from rich.console import Console
 
 from harness import PREFIX, bottleneck, environment
 from harness.cpus import CpuSplit, choose_split
-from harness.adapter import RunSpec, ToolAdapter, ToolOutput, below_resolution
+from harness.adapter import Metrics, RunSpec, ToolAdapter, ToolOutput, below_resolution
 from harness.capture import MISSING, Capture, tcpdump_missing
 from harness.errors import HarnessError
 from harness.execution import Execution, execute
-from harness.results import ResultsFolder, RunRow, write_meta
+from harness.results import COLUMNS, ResultsFolder, RunRow, write_meta
 from harness.sampling import summarise
 from harness.shaping import ShaperChoice, choose_shaper, measure_rtt, netem_available, proxy_pids, rtt_ok, shaped
 from harness.runtimes import Runtime, make_runtime
@@ -79,6 +79,11 @@ def _raise_on_sigterm(*_: object) -> None:
     raise KeyboardInterrupt
 
 
+# The Metrics fields that are runs.csv columns as they are; notes are joined, load_start_s becomes
+# startup_s and source goes to meta.json.
+COPIED_METRICS = [f.name for f in fields(Metrics) if f.name in COLUMNS and f.name != "notes"]
+
+
 def fill_metrics(row: RunRow, adapter: ToolAdapter, spec: RunSpec, execution: Execution, grace: float) -> dict:
     """Parse the tool's output into the row; returns what meta.json should add."""
     output = ToolOutput(spec, execution.stdout, execution.stderr, execution.exit_code or 0, execution.launched_at)
@@ -88,8 +93,7 @@ def fill_metrics(row: RunRow, adapter: ToolAdapter, spec: RunSpec, execution: Ex
         metrics, row.error = None, f"could not parse {adapter.name}'s output: {type(exc).__name__}: {exc}"
     window = None
     if metrics is not None:
-        for name in ("requests", "errors", "rps", "measured_s", "lat_min_ms", "lat_mean_ms", "lat_p50_ms",
-                     "lat_p75_ms", "lat_p90_ms", "lat_p95_ms", "lat_p99_ms", "lat_max_ms"):
+        for name in COPIED_METRICS:
             setattr(row, name, getattr(metrics, name))
         row.notes = "; ".join(metrics.notes)
         if metrics.load_start_s is not None and metrics.measured_s is not None:

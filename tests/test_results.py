@@ -1,6 +1,19 @@
 import csv
+import re
+from dataclasses import fields
+from typing import get_type_hints
 
-from harness.results import COLUMNS, ResultsFolder, RunRow
+import pandas as pd
+
+from analysis.load import LATENCY, NUMERIC, load_results
+from conftest import FIXTURES, REPO
+from harness.adapter import Figures, Metrics
+from harness.results import COLUMNS, ResultsFolder, RunRow, columns_markdown
+from harness.runner import COPIED_METRICS
+
+# runs.csv of a real run made before the columns were derived from Metrics (issue 12): the header
+# a results folder gets must stay this, byte for byte.
+PINNED = FIXTURES / "openmodel" / "stall-results" / "runs.csv"
 
 CONTRACT = ["tool", "tool_version", "runtime", "scenario", "vus", "rtt_target_ms", "duration_s", "requests",
             "errors", "rps", "lat_min_ms", "lat_mean_ms", "lat_p50_ms", "lat_p75_ms", "lat_p90_ms",
@@ -37,3 +50,50 @@ def test_rows_append_and_latest_points_at_newest(tmp_path):
     assert [r["tool"] for r in rows] == ["wrk", "ab"]
     assert rows[1]["error"] == 'exit status 1: "quoted", with comma'
     assert first.path.name.endswith("-host") and second.path.name.endswith("-docker")
+
+
+def test_the_header_is_byte_identical_to_a_real_runs_csv(tmp_path):
+    folder = ResultsFolder.create(tmp_path, "host")
+    folder.append(row(status="ok"))
+    written = folder.runs_csv.read_bytes().split(b"\r\n")[0]
+    assert written == PINNED.read_bytes().split(b"\r\n")[0]
+
+
+def test_the_tools_figures_are_the_rows_columns_in_place():
+    figures = [f.name for f in fields(Figures)]
+    start = COLUMNS.index("duration_s") + 1
+    assert COLUMNS[start:start + len(figures)] == figures
+    assert [f.name for f in fields(Metrics)][:len(figures)] == figures
+
+
+def test_every_metrics_field_reaches_the_row_with_its_type():
+    """A field added to Metrics is copied into its column of the same name, or is one of the three
+    the runner turns into something else (notes joined, load_start_s -> startup_s, source -> meta.json)."""
+    assert {f.name for f in fields(Metrics)} == {*COPIED_METRICS, "notes", "load_start_s", "source"}
+    metrics, rows = get_type_hints(Metrics), get_type_hints(RunRow)
+    assert all(metrics[name] == rows[name] for name in COPIED_METRICS)
+
+
+def test_readme_documents_every_column_in_order():
+    readme = (REPO / "README.md").read_text()
+    table = re.search(r"<!-- columns: .*?-->\n(.*?)<!-- /columns -->", readme, re.S)
+    assert table and table.group(1) == columns_markdown(), (
+        "README's column table differs from harness/results.py: replace it with\n" + columns_markdown())
+    assert re.findall(r"^\| `(\w+)` \|", table.group(1), re.M) == COLUMNS
+
+
+def test_analysis_reads_numbers_from_the_declared_types():
+    hints = get_type_hints(RunRow)
+    assert {"vus", "requests", "rps", "measured_s", "stall_ms", "expected_max_ms"} <= set(NUMERIC)
+    assert not [c for c in NUMERIC if hints[c] in (str, bool, str | None, bool | None)]
+    assert {c for c in COLUMNS if hints[c] in (int, float, int | None, float | None)} == set(NUMERIC)
+    assert LATENCY == [c for c in COLUMNS if re.fullmatch(r"lat_(min|mean|p\d+|max)_ms", c)]
+
+
+def test_an_old_folder_reads_a_column_it_lacks_as_not_measured():
+    old = sorted((REPO / "results" / "sample").iterdir())[0]
+    header = next(csv.reader((old / "runs.csv").open()))
+    assert "stall_ms" not in header and "requests" in header
+    df = load_results(old)
+    assert df["stall_ms"].isna().all() and pd.api.types.is_float_dtype(df["stall_ms"])
+    assert df["requests"].notna().any()

@@ -1,22 +1,7 @@
 """Gatling: Scala/Java on Netty (event loops), a Java DSL simulation, one virtual user per connection."""
-import importlib.util
-import sys
-from pathlib import Path
-
 from harness.adapter import Metrics, ParseError, RunSpec, ToolAdapter, ToolOutput
 from harness.stats import DEFINITION, latency_metrics
-
-
-def _load_simlog():
-    path = Path(__file__).with_name("simlog.py")
-    spec = importlib.util.spec_from_file_location("lth_tools.gatling_simlog", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module      # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
-
-
-simlog = _load_simlog()
+from tools.gatling import simlog
 
 HOME = "/opt/lth/gatling"          # assembled by install.sh / the Dockerfile (tools/gatling/pom.xml)
 SIMULATION = "lth.LthSimulation"   # src/test/java/lth/LthSimulation.java, compiled at install

@@ -1,0 +1,1 @@
+"""One package per load tool: tools/<id>/adapter.py, discovered by harness.registry."""
