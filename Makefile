@@ -48,12 +48,14 @@ report:
 # The whole suite, as CI runs it (.ci/run): root, Docker, every tool and Chromium.
 test:
 	NEED_BROWSER=1 scripts/deps.sh $(TEST_TOOLS)
-	$(PY) -m pytest -q -rs tests
+	LTH_TEST_TOOLS=all $(PY) -m pytest -q -rs tests
 
-# The quick loop: no root, Docker, tools or network (only the venv is made, if missing).
+# The quick loop: no root, Docker, tools or network (only the venv is made, if missing); on every CPU
+# where the venv has pytest-xdist (pip install -e '.[test]').
+XDIST = $(shell $(PY) -c 'import xdist' 2>/dev/null && printf '%s' '-n auto')
 test-unit:
 	@test -x $(PY) || DEPS_VENV_ONLY=1 scripts/deps.sh
-	$(PY) -m pytest -q -rs -m "not e2e" tests
+	$(PY) -m pytest -q -rs -m "not e2e" $(XDIST) tests
 
 # The end-to-end tests of the selected tools only (TOOLS=wrk,ab; all: every end-to-end test).
 test-e2e:
