@@ -51,8 +51,8 @@ test:
 	LTH_TEST_TOOLS=all $(PY) -m pytest -q -rs tests
 
 # The quick loop: no root, Docker, tools or network (only the venv is made, if missing); on every CPU
-# where the venv has pytest-xdist (pip install -e '.[test]').
-XDIST = $(shell $(PY) -c 'import xdist' 2>/dev/null && printf '%s' '-n auto')
+# where the venv has pytest-xdist (pip install -e '.[test]'), a file per worker (a module's fixture runs once).
+XDIST = $(shell $(PY) -c 'import xdist' 2>/dev/null && printf '%s' '-n auto --dist loadfile')
 test-unit:
 	@test -x $(PY) || DEPS_VENV_ONLY=1 scripts/deps.sh
 	$(PY) -m pytest -q -rs -m "not e2e" $(XDIST) tests
