@@ -13,7 +13,7 @@ import time
 from urllib.parse import urlsplit
 
 MODES = ("ok", "window", "fail", "hang", "garbage")
-STARTUP_S = 1.5
+STARTUP_S = 2.0
 BALLAST_MB = 200
 LOAD_S = 0.3
 
