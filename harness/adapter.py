@@ -7,8 +7,10 @@ starts processes itself: the runtime does, identically for every tool.
 from __future__ import annotations
 
 import re
+import tomllib
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import ClassVar
 
@@ -63,6 +65,14 @@ class ParseError(Exception):
     """The tool's output could not be turned into metrics."""
 
 
+@cache
+def read_manifest(folder: Path) -> dict[str, str]:
+    """tools/<id>/tool.toml: the tool's pinned version, install kind and paths (keys: tools/README.md),
+    which its install.sh reads too; empty for a folder without one."""
+    path = folder / "tool.toml"
+    return tomllib.loads(path.read_text()) if path.is_file() else {}
+
+
 class ToolAdapter(ABC):
     name: str                         # the tool id in TOOLS= and in results
     # Command printing the tool's version; run where the tool runs (host or container).
@@ -107,6 +117,20 @@ class ToolAdapter(ABC):
     def parse_version(self, text: str) -> str:
         match = re.search(r"\d+\.\d+(\.\d+)?", text)
         return match.group(0) if match else text.strip().splitlines()[0] if text.strip() else "unknown"
+
+    @property
+    def manifest(self) -> dict[str, str]:
+        return read_manifest(self.folder)
+
+    @property
+    def binary(self) -> str:
+        """The executable install.sh puts in place (a path, or a name on PATH)."""
+        return self.manifest["binary"]
+
+    @property
+    def home(self) -> Path:
+        """The install prefix, for tools installed as a folder (JVM, Node, venv)."""
+        return Path(self.manifest["home"])
 
     @property
     def install_script(self) -> Path:
