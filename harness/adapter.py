@@ -75,8 +75,8 @@ def read_manifest(folder: Path) -> dict[str, str]:
 
 class ToolAdapter(ABC):
     name: str                         # the tool id in TOOLS= and in results
-    # Command printing the tool's version; run where the tool runs (host or container).
-    version_command: ClassVar[list[str]]
+    # Arguments that make the manifest's binary print its version (see version_command).
+    version_args: ClassVar[list[str]] = ["--version"]
     # One line on how VUs map to the tool's knobs, shown by `list-tools` and kept in meta.json.
     concurrency_model: ClassVar[str]
     # The smallest latency step the tool's output can express, in ms: 0.001 for µs, 1 for whole-ms
@@ -113,6 +113,12 @@ class ToolAdapter(ABC):
     @abstractmethod
     def parse(self, output: ToolOutput) -> Metrics:
         """Turn the tool's output into metrics; raise ParseError when it cannot."""
+
+    @property
+    def version_command(self) -> list[str]:
+        """Command printing the tool's version; run where the tool runs (host or container). A class
+        attribute overrides it for a tool whose version comes otherwise."""
+        return [self.binary, *self.version_args]
 
     def parse_version(self, text: str) -> str:
         match = re.search(r"\d+\.\d+(\.\d+)?", text)

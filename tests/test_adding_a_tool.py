@@ -17,12 +17,9 @@ from harness.adapter import Metrics, RunSpec, ToolAdapter, ToolOutput
 
 class Throwaway(ToolAdapter):
     name = "throwaway-ab"
+    version_args = ["-V"]                      # run with the manifest's binary
     concurrency_model = "ab -c VUs -k, just to prove discovery"
     timing_resolution_ms = 0.001
-
-    @property
-    def version_command(self) -> list[str]:
-        return [self.binary, "-V"]
 
     def command(self, spec: RunSpec) -> list[str]:
         return [self.binary, "-k", "-q", "-c", str(spec.vus), "-t", str(spec.duration_s), "-n", "10000000", spec.url]

@@ -6,9 +6,6 @@ from harness.adapter import Metrics, ParseError, RunSpec, ToolAdapter, ToolOutpu
 
 class Bombardier(ToolAdapter):
     name = "bombardier"
-    @property
-    def version_command(self) -> list[str]:
-        return [self.binary, "--version"]
     concurrency_model = "-c VUs keep-alive connections (fasthttp client), one goroutine each, -d duration"
     timing_resolution_ms = 0.001  # its latency histogram is in us
 

@@ -51,9 +51,6 @@ def read_window(path: Path) -> tuple[float, float] | None:
 
 class Drill(ToolAdapter):
     name = "drill"
-    @property
-    def version_command(self) -> list[str]:
-        return [self.binary, "--version"]
     concurrency_model = ("concurrency=VUs iterations in flight (one GET each, a shared keep-alive client pool), "
                          "one thread; --quiet, a count sized by calibration runs to last the duration")
     timing_resolution_ms = 0.001  # --stats --nanosec: an HdrHistogram of us (2 significant digits)

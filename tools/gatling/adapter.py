@@ -33,9 +33,6 @@ OFFLINE = ["-Dgatling.data.enableAnalytics=false", "-Dgatling.http.warmUpUrl=",
 
 class Gatling(ToolAdapter):
     name = "gatling"
-    @property
-    def version_command(self) -> list[str]:
-        return [self.binary, "--version"]
     concurrency_model = "atOnceUsers(VUs), each looping one GET during(duration) over its own keep-alive connection"
     timing_resolution_ms = 1  # simulation.log holds whole-ms timestamps
 

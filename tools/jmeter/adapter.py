@@ -24,9 +24,7 @@ JVM = ["-server", *HEAP, *GC, "-Djava.security.egd=file:/dev/urandom", "-Duser.l
 
 class JMeter(ToolAdapter):
     name = "jmeter"
-    @property
-    def version_command(self) -> list[str]:
-        return [self.binary, "-j", "/dev/null", "--version"]
+    version_args = ["-j", "/dev/null", "--version"]
     concurrency_model = (f"ThreadGroup of VUs threads (one keep-alive connection each) started over {RAMP_UP_S} s, "
                          "scheduler duration, loops forever")
     timing_resolution_ms = 1  # JTL 'elapsed' in whole ms

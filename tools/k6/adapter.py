@@ -14,9 +14,7 @@ START_MARK = re.compile(r"LTH_LOAD_START_MS (\d+)")
 
 class K6(ToolAdapter):
     name = "k6"
-    @property
-    def version_command(self) -> list[str]:
-        return [self.binary, "version"]
+    version_args = ["version"]
     concurrency_model = "--vus VUs looping one GET without sleep (one keep-alive connection each), --duration"
     timing_resolution_ms = 0.000001  # float ms from Go durations (ns)
 

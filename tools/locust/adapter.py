@@ -25,9 +25,6 @@ JSON_FILE = f"{OUTPUT_PREFIX}.json"        # Locust appends .json to --json-file
 
 
 class Locust(ToolAdapter):
-    @property
-    def version_command(self) -> list[str]:
-        return [self.binary, "--version"]
     timing_resolution_ms = 1  # percentiles: histogram buckets of whole ms below 100 ms
 
     def __init__(self, name: str = "locust", user_class: str = "FastUser", processes: int | None = None,

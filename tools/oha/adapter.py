@@ -15,9 +15,6 @@ DEADLINE_ABORT = "aborted due to deadline"
 
 class Oha(ToolAdapter):
     name = "oha"
-    @property
-    def version_command(self) -> list[str]:
-        return [self.binary, "--version"]
     concurrency_model = "-c VUs keep-alive connections, -z duration, tokio worker threads = cores (oha's default)"
     timing_resolution_ms = 0.000001  # float seconds from Rust Durations (ns)
 

@@ -34,9 +34,7 @@ rm -f "$4/{RESULTS}"
 
 class Vegeta(ToolAdapter):
     name = "vegeta"
-    @property
-    def version_command(self) -> list[str]:
-        return [self.binary, "-version"]
+    version_args = ["-version"]
     concurrency_model = ("-rate=0 (no pacing) with -workers = -max-workers = VUs, each one request at a time, "
                          "on a shared keep-alive pool capped at VUs connections (-max-connections)")
     timing_resolution_ms = 0.000001  # ns in its CSV
