@@ -30,7 +30,7 @@ def test_every_tool_folder_has_a_manifest(folder: Path):
     manifest = read_manifest(folder)
     assert manifest["kind"] in KINDS
     assert {"version", "origin", "package", "binary", "concurrency", "figures"} <= set(manifest)
-    assert ("home" in manifest) == (manifest["kind"] in HOME_KINDS) or folder.name == "grinder"
+    assert ("home" in manifest) == (manifest["kind"] in HOME_KINDS)
 
 
 @pytest.mark.parametrize("folder", FOLDERS, ids=lambda p: p.name)
