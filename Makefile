@@ -55,3 +55,8 @@ list-tools:
 # Remove what a killed (kill -9) harness left: namespaces, veths, containers, networks, proxies.
 clean-state:
 	$(PY) -m harness clean-state
+
+# The README's tool table, from tools/<id>/tool.toml (tests/tools/test_manifests.py checks it).
+.PHONY: readme-tools
+readme-tools:
+	$(PY) -m harness.readme_tools
