@@ -3,6 +3,7 @@
 #               SHAPER=auto|netem|toxiproxy  RESUME=results/<folder> [FORCE=1]  RESULTS_ROOT=results
 #               CAPTURE=1 (tcpdump: wire latency next to each tool's)
 #               CPUS_TARGET=0  CPUS_TOOL=1  ISOLATION=0 (target and tool share every CPU)
+#               TARGET_HOST=ssh://root@host (Nginx on another machine, RUNTIME=host; README: Two machines)
 PY        := .venv/bin/python
 TOOLS     ?= all
 SCENARIOS ?= scenarios/shootout.yaml
@@ -20,12 +21,13 @@ CAPTURE   ?=
 CPUS_TARGET ?=
 CPUS_TOOL ?=
 ISOLATION ?= 1
+TARGET_HOST ?=
 RUN_ARGS = --tools $(TOOLS) --scenarios $(SCENARIOS) --runtime $(RUNTIME) --shaper $(SHAPER) --repeat $(REPEAT) \
            --results-root $(RESULTS_ROOT) \
            $(if $(DURATION),--duration $(DURATION)) $(if $(RESUME),--resume $(RESUME)) $(if $(FORCE),--force) \
            $(if $(CPUS_TARGET),--cpus-target $(CPUS_TARGET)) $(if $(CPUS_TOOL),--cpus-tool $(CPUS_TOOL)) \
            $(if $(filter 0,$(ISOLATION)),--no-isolation) \
-           $(if $(CAPTURE),--capture)
+           $(if $(CAPTURE),--capture) $(if $(TARGET_HOST),--target-host $(TARGET_HOST))
 
 .PHONY: deps bench-all bench-quick test list-tools clean-state report
 
@@ -46,7 +48,7 @@ report:
 	$(PY) -m analysis.report $(RESULTS)
 
 test:
-	NEED_BROWSER=1 scripts/deps.sh $(TEST_TOOLS)
+	NEED_BROWSER=1 NEED_SSHD=1 scripts/deps.sh $(TEST_TOOLS)
 	$(PY) -m pytest -q -rs tests
 
 list-tools:

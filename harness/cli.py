@@ -8,7 +8,7 @@ from pathlib import Path
 
 from harness import REPO_ROOT, bottleneck, registry, scenarios
 from harness.cleanup import clean_state
-from harness.cpus import choose_split
+from harness.cpus import CpuSplit, choose_split
 from harness.errors import HarnessError
 from harness.runner import Plan, run_suite
 from harness.runtimes import RUNTIMES
@@ -58,6 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="with --capture: keep each run's pcap (about 80 bytes per packet) instead of deleting it once parsed")
     run.add_argument("--allow-external-target", action="store_true",
                      help="allow a target outside loopback and the harness's own 198.18.0.0/15 networks")
+    run.add_argument("--target-host", metavar="ssh://[USER@]HOST[:PORT]",
+                     help="run Nginx on that machine (started over ssh, bound to its address) and load it over the "
+                          "real network from here; --runtime host only (README: Two machines)")
     run.add_argument("--cpus-target", metavar="LIST", help="CPUs for Nginx (e.g. 0 or 0-1; default: the first half)")
     run.add_argument("--cpus-tool", metavar="LIST", help="CPUs for the load generator (default: the CPUs the target has not)")
     run.add_argument("--no-isolation", action="store_true",
@@ -76,7 +79,7 @@ def _run(args: argparse.Namespace) -> int:
                 shaper=args.shaper, resume=args.resume, force=args.force, grace_s=args.grace,
                 allow_external_target=args.allow_external_target, repeat=args.repeat,
                 capture=args.capture or args.keep_pcap, keep_pcap=args.keep_pcap,
-                split=choose_split(not args.no_isolation, args.cpus_target, args.cpus_tool))
+                target_host=args.target_host, split=_split(args))
     folder, rows = run_suite(plan)
     failed = [r for r in rows if r.status != "ok"]
     print(f"\n{len(rows) - len(failed)} of {len(rows)} runs ok; results in {folder.path}")
@@ -84,6 +87,13 @@ def _run(args: argparse.Namespace) -> int:
         print(f"  {row.status}: {row.scenario} {row.tool}: {row.error}")
     print(bottleneck_summary(rows, len(plan.split.available)))
     return 1 if failed else 0
+
+
+def _split(args: argparse.Namespace) -> CpuSplit:
+    if args.target_host:
+        from harness.runtimes.remote import remote_split
+        return remote_split(args.cpus_target, args.cpus_tool)
+    return choose_split(not args.no_isolation, args.cpus_target, args.cpus_tool)
 
 
 def bottleneck_summary(rows: list, all_cpus: int) -> str:

@@ -27,6 +27,7 @@ from harness import PREFIX
 from harness.cleanup import signals_deferred
 from harness.errors import HarnessError
 from harness.runtimes.base import run
+from harness.runtimes.host import veth_namespace
 from harness.ssh import SshHost
 
 # 198.18.0.0/30 is the host runtime's veth, 198.18.1.0/24 the Docker runtime's network.
@@ -100,20 +101,6 @@ def _keys(workdir: Path) -> None:
         "  GlobalKnownHostsFile /dev/null", "  LogLevel ERROR", ""]))
 
 
-def _network(netns: str, local: str, remote: str) -> None:
-    for step in (["ip", "netns", "add", netns],
-                 ["ip", "link", "add", local, "type", "veth", "peer", "name", remote],
-                 ["ip", "link", "set", remote, "netns", netns],
-                 ["ip", "addr", "add", f"{LOCAL_IP}/{PREFIX_LEN}", "dev", local],
-                 ["ip", "link", "set", local, "up"],
-                 ["ip", "-n", netns, "addr", "add", f"{REMOTE_IP}/{PREFIX_LEN}", "dev", remote],
-                 ["ip", "-n", netns, "link", "set", remote, "up"],
-                 ["ip", "-n", netns, "link", "set", "lo", "up"]):
-        result = run(step, check=False)
-        if result.returncode != 0:
-            raise HarnessError(f"second host: `{' '.join(step)}` failed: {result.stderr.strip()}")
-
-
 def _wait_for_sshd(proc: subprocess.Popen, log: Path) -> None:
     deadline = time.monotonic() + READY_TIMEOUT_S
     while True:
@@ -155,7 +142,7 @@ def second_host() -> Iterator[TestHost]:
     sshd: subprocess.Popen | None = None
     try:
         _keys(workdir)
-        _network(netns, local, remote)
+        veth_namespace(netns, (local, LOCAL_IP), (remote, REMOTE_IP), PREFIX_LEN, "second host")
         if made_privsep:
             PRIVSEP_DIR.mkdir(mode=0o755)
         with (workdir / "sshd.log").open("w") as log:
