@@ -56,4 +56,4 @@ list-tools:
 
 # Remove what a killed (kill -9) harness left: namespaces, veths, containers, networks, proxies.
 clean-state:
-	$(PY) -m harness clean-state
+	$(PY) -m harness clean-state $(if $(TARGET_HOST),--target-host $(TARGET_HOST))

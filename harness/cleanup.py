@@ -5,7 +5,7 @@ Everything the harness creates carries the ``lth`` prefix or label: namespaces a
 from /opt/lth/bin, Nginx processes whose prefix is a ``/tmp/lth-target-*`` folder, and tcpdump
 processes writing an ``lth-capture.pcap`` (--capture); also a test's second host (sshd with a
 ``/tmp/lth-testhost-*`` config). A target on another host (--target-host) is cleaned there:
-``ssh HOST 'pkill -f "nginx -p /tmp/lth-target-"; rm -rf /tmp/lth-target-*'``.
+``clean-state --target-host URL`` (harness/runtimes/remote.py clean_remote).
 """
 from __future__ import annotations
 

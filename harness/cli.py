@@ -69,7 +69,9 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parser("list-tools", help="show the tool adapters found in tools/")
     folders = commands.add_parser("install-folders", help="the tools/<folder>/ whose install.sh the ids need (scripts/deps.sh)")
     folders.add_argument("tools", help="comma-separated tool ids, or 'all'")
-    commands.add_parser("clean-state", help="remove namespaces, containers, networks and proxies a killed run left")
+    clean = commands.add_parser("clean-state", help="remove namespaces, containers, networks and proxies a killed run left")
+    clean.add_argument("--target-host", metavar="ssh://[USER@]HOST[:PORT]",
+                       help="also remove the Nginx and /tmp/lth-target-* folders a killed run left on that host")
     return parser
 
 
@@ -107,8 +109,12 @@ def bottleneck_summary(rows: list, all_cpus: int) -> str:
     return "\n".join(lines)
 
 
-def _clean_state(_: argparse.Namespace) -> int:
-    removed = clean_state()
+def _clean_state(args: argparse.Namespace) -> int:
+    removed = []
+    if args.target_host:    # first: ssh may need what the local sweep removes
+        from harness.runtimes.remote import clean_remote
+        removed += clean_remote(args.target_host)
+    removed += clean_state()
     print("\n".join(f"removed {item}" for item in removed) or "nothing to clean")
     return 0
 

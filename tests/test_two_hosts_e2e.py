@@ -52,7 +52,7 @@ def target_leftovers() -> list[str]:
 def test_tools_here_load_nginx_on_the_other_host(tmp_path, other_host):
     tools = TOOLS   # `make test` installs every tool (scripts/deps.sh all)
     result = harness("run", "--runtime", "host", "--target-host", other_host.url, "--tools", ",".join(tools),
-                     "--scenarios", SCENARIO, "--duration", "3", "--results-root", str(tmp_path))
+                     "--scenarios", SCENARIO, "--duration", "3", "--results-root", str(tmp_path), "--capture")
     rows = {r["tool"]: r for r in csv.DictReader((tmp_path / "latest" / "runs.csv").open())}
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     assert set(rows) == set(tools)
@@ -61,6 +61,8 @@ def test_tools_here_load_nginx_on_the_other_host(tmp_path, other_host):
         requests, served = int(row["requests"]), int(row["server_requests"])
         assert requests > 0 and abs(served - requests) <= 0.01 * requests, (tool, served, requests)
         assert 0 < float(row["rtt_measured_ms"]) < 5, tool
+        # tcpdump on this side of the veth saw the tool's requests (the probe and stub_status reads are outside)
+        assert abs(int(row["wire_requests"]) - served) <= 0.01 * served, (tool, row["wire_requests"], served)
         assert row["cpus_target"] == "" and row["cpus_tool"] == ""   # the tool has every CPU here
         assert (tmp_path / "latest" / row["run_dir"] / "nginx.log").is_file()   # fetched over ssh
     environment = json.loads((tmp_path / "latest" / "environment.json").read_text())
@@ -95,3 +97,13 @@ def test_sigint_stops_and_removes_the_remote_nginx(tmp_path, other_host):
     output, _ = proc.communicate(timeout=120)
     assert proc.returncode == 130, output
     assert target_leftovers() == []
+
+
+def test_clean_state_removes_what_a_killed_harness_left_on_the_other_host(other_host):
+    from harness.runtimes.remote import RemoteNginx, clean_remote
+    RemoteNginx(other_host.ssh()).start()          # as a harness killed with -9 leaves it
+    assert target_leftovers()
+    removed = clean_remote(other_host.url)
+    assert any(line.startswith("nginx ") for line in removed) and any("folder /tmp/lth-target-" in l for l in removed)
+    assert target_leftovers() == []
+    assert clean_remote(other_host.url) == []      # nothing left: nothing reported

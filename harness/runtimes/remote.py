@@ -79,6 +79,17 @@ echo "nic_speed_mbps=$(cat /sys/class/net/$dev/speed 2>/dev/null)"
 echo "nginx_version=$(nginx -v 2>&1)"
 echo "user=$(id -un)"
 """
+# What a killed harness left there (clean-state --target-host); the pattern is written with `$p`
+# unexpanded so that it does not match this script's own command line.
+CLEAN_SCRIPT = """p={prefix}
+for master in $(pgrep -f "nginx -p /tmp/$p-target-"); do
+  kill -KILL $(pgrep -P "$master") "$master" 2>/dev/null && echo "nginx $master and its workers"
+done
+for d in /tmp/$p-target-*; do
+  [ -e "$d" ] && rm -rf "$d" && echo "folder $d"
+done
+true
+"""
 CHECK_SCRIPT = 'command -v nginx >/dev/null || echo "nginx missing"; [ "$(id -u)" = 0 ] || echo "not root"; true'
 
 
@@ -120,6 +131,12 @@ def remote_split(cpus_target: str | None, cpus_tool: str | None) -> CpuSplit:
                            "--target-host Nginx runs on the other host: leave them out")
     return CpuSplit(tuple(sorted(os.sched_getaffinity(0))),
                     reason="target on another host (--target-host): the tool may use every CPU here")
+
+
+def clean_remote(url: str) -> list[str]:
+    """Remove the Nginx processes and folders a killed harness left on ``url``'s host."""
+    host = parse_ssh_url(url)
+    return [f"{line} on {host.url}" for line in host.text(CLEAN_SCRIPT.format(prefix=PREFIX)).splitlines() if line]
 
 
 class RemoteNginx:
