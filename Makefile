@@ -4,6 +4,7 @@
 #               CAPTURE=1 (tcpdump: wire latency next to each tool's)
 #               CPUS_TARGET=0  CPUS_TOOL=1  ISOLATION=0 (target and tool share every CPU)
 #               TARGET_HOST=ssh://root@host (Nginx on another machine, RUNTIME=host; README: Two machines)
+#               GENERATOR_HOST= (not supported yet: says what to do instead)
 PY        := .venv/bin/python
 TOOLS     ?= all
 SCENARIOS ?= scenarios/shootout.yaml
@@ -22,12 +23,14 @@ CPUS_TARGET ?=
 CPUS_TOOL ?=
 ISOLATION ?= 1
 TARGET_HOST ?=
+GENERATOR_HOST ?=
 RUN_ARGS = --tools $(TOOLS) --scenarios $(SCENARIOS) --runtime $(RUNTIME) --shaper $(SHAPER) --repeat $(REPEAT) \
            --results-root $(RESULTS_ROOT) \
            $(if $(DURATION),--duration $(DURATION)) $(if $(RESUME),--resume $(RESUME)) $(if $(FORCE),--force) \
            $(if $(CPUS_TARGET),--cpus-target $(CPUS_TARGET)) $(if $(CPUS_TOOL),--cpus-tool $(CPUS_TOOL)) \
            $(if $(filter 0,$(ISOLATION)),--no-isolation) \
-           $(if $(CAPTURE),--capture) $(if $(TARGET_HOST),--target-host $(TARGET_HOST))
+           $(if $(CAPTURE),--capture) $(if $(TARGET_HOST),--target-host $(TARGET_HOST)) \
+           $(if $(GENERATOR_HOST),--generator-host $(GENERATOR_HOST))
 
 .PHONY: deps bench-all bench-quick test list-tools clean-state report
 

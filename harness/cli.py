@@ -61,6 +61,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--target-host", metavar="ssh://[USER@]HOST[:PORT]",
                      help="run Nginx on that machine (started over ssh, bound to its address) and load it over the "
                           "real network from here; --runtime host only (README: Two machines)")
+    run.add_argument("--generator-host", metavar="ssh://[USER@]HOST[:PORT]",
+                     help="run the tools on that machine: not supported yet (run the harness there with --target-host)")
     run.add_argument("--cpus-target", metavar="LIST", help="CPUs for Nginx (e.g. 0 or 0-1; default: the first half)")
     run.add_argument("--cpus-tool", metavar="LIST", help="CPUs for the load generator (default: the CPUs the target has not)")
     run.add_argument("--no-isolation", action="store_true",
@@ -76,6 +78,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.generator_host:
+        raise HarnessError("--generator-host is not supported yet: run the harness on the generator machine "
+                           "with --target-host ssh://root@<target machine> instead (the same two-machine measurement)")
     plan = Plan(runtime=args.runtime, tools=registry.select(args.tools),
                 scenarios=scenarios.select(args.scenarios, args.duration), results_root=args.results_root,
                 shaper=args.shaper, resume=args.resume, force=args.force, grace_s=args.grace,

@@ -64,6 +64,8 @@ def test_the_tool_gets_every_cpu_here_and_a_split_is_refused():
 @pytest.mark.parametrize("args, message", [
     (["--runtime", "docker"], "--target-host is not supported with --runtime docker yet: use --runtime host"),
     (["--runtime", "host", "--cpus-target", "0"], "leave them out"),
+    (["--runtime", "host", "--generator-host", "ssh://root@198.18.2.2"],
+     "--generator-host is not supported yet: run the harness on the generator machine with --target-host"),
 ])
 def test_unsupported_combinations_get_one_line_and_status_2(args, message):
     result = harness("run", "--target-host", "ssh://root@198.18.2.2", "--tools", "wrk", *args, timeout=60)
