@@ -19,6 +19,7 @@ from harness.errors import HarnessError
 
 SSH_CONFIG_ENV = "LTH_SSH_CONFIG"
 CONNECT_TIMEOUT_S = 10
+SSH_FAILED = 255     # ssh's own status when it could not connect or log in
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,8 @@ class SshHost:
             raise HarnessError(f"{self.url}: no answer over ssh within {timeout:.0f} s") from None
         if check and result.returncode != 0:
             last = (result.stderr.decode(errors="replace").strip().splitlines() or ["no message"])[-1]
-            raise HarnessError(f"{self.url}: remote command failed (exit {result.returncode}): {last}")
+            what = "ssh failed" if result.returncode == SSH_FAILED else f"remote command failed (exit {result.returncode})"
+            raise HarnessError(f"{self.url}: {what}: {last}")
         return result
 
     def text(self, script: str, timeout: float = 60) -> str:

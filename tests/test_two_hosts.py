@@ -71,3 +71,12 @@ def test_unsupported_combinations_get_one_line_and_status_2(args, message):
     result = harness("run", "--target-host", "ssh://root@198.18.2.2", "--tools", "wrk", *args, timeout=60)
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and message in result.stderr, result.stderr
+
+
+def test_a_host_ssh_cannot_reach_stops_before_any_run(tmp_path, monkeypatch):
+    monkeypatch.setenv("LTH_SSH_CONFIG", str(tmp_path / "no-such-ssh_config"))   # ssh fails at once
+    result = harness("run", "--runtime", "host", "--target-host", "ssh://root@198.18.2.2", "--tools", "wrk",
+                     "--scenarios", "scenarios/shootout.yaml:vu20-rtt0.1", "--results-root", str(tmp_path), timeout=60)
+    assert result.returncode == 2
+    assert "ssh://root@198.18.2.2: ssh failed" in result.stderr and "key-based ssh" in result.stderr
+    assert not (tmp_path / "latest").exists()

@@ -200,8 +200,7 @@ class RemoteTargetRuntime(Runtime):
         try:
             answer = self.remote.text(CHECK_SCRIPT, timeout=30)
         except HarnessError as exc:
-            return [*found, f"cannot run commands on {self.remote.url} over ssh ({exc}): the harness needs "
-                            "key-based ssh there (no password prompt)"]
+            return [*found, f"{exc} (the harness needs key-based ssh there, no password prompt)"]
         if "nginx missing" in answer:
             found.append(f"nginx is not installed on {self.remote.url}: apt-get install nginx there")
         if "not root" in answer:
