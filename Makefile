@@ -3,6 +3,8 @@
 #               SHAPER=auto|netem|toxiproxy  RESUME=results/<folder> [FORCE=1]  RESULTS_ROOT=results
 #               CAPTURE=1 (tcpdump: wire latency next to each tool's)
 #               CPUS_TARGET=0  CPUS_TOOL=1  ISOLATION=0 (target and tool share every CPU)
+#               TARGET_HOST=ssh://root@host (Nginx on another machine, RUNTIME=host; README: Two machines)
+#               GENERATOR_HOST= (not supported yet: says what to do instead)
 PY        := .venv/bin/python
 TOOLS     ?= all
 SCENARIOS ?= scenarios/shootout.yaml
@@ -20,12 +22,15 @@ CAPTURE   ?=
 CPUS_TARGET ?=
 CPUS_TOOL ?=
 ISOLATION ?= 1
+TARGET_HOST ?=
+GENERATOR_HOST ?=
 RUN_ARGS = --tools $(TOOLS) --scenarios $(SCENARIOS) --runtime $(RUNTIME) --shaper $(SHAPER) --repeat $(REPEAT) \
            --results-root $(RESULTS_ROOT) \
            $(if $(DURATION),--duration $(DURATION)) $(if $(RESUME),--resume $(RESUME)) $(if $(FORCE),--force) \
            $(if $(CPUS_TARGET),--cpus-target $(CPUS_TARGET)) $(if $(CPUS_TOOL),--cpus-tool $(CPUS_TOOL)) \
            $(if $(filter 0,$(ISOLATION)),--no-isolation) \
-           $(if $(CAPTURE),--capture)
+           $(if $(CAPTURE),--capture) $(if $(TARGET_HOST),--target-host $(TARGET_HOST)) \
+           $(if $(GENERATOR_HOST),--generator-host $(GENERATOR_HOST))
 
 .PHONY: deps bench-all bench-quick test list-tools clean-state report
 
@@ -46,7 +51,7 @@ report:
 	$(PY) -m analysis.report $(RESULTS)
 
 test:
-	NEED_BROWSER=1 scripts/deps.sh $(TEST_TOOLS)
+	NEED_BROWSER=1 NEED_SSHD=1 scripts/deps.sh $(TEST_TOOLS)
 	$(PY) -m pytest -q -rs tests
 
 list-tools:
@@ -54,7 +59,7 @@ list-tools:
 
 # Remove what a killed (kill -9) harness left: namespaces, veths, containers, networks, proxies.
 clean-state:
-	$(PY) -m harness clean-state
+	$(PY) -m harness clean-state $(if $(TARGET_HOST),--target-host $(TARGET_HOST))
 
 # The README's tool table, from tools/<id>/tool.toml (tests/tools/test_manifests.py checks it).
 .PHONY: readme-tools
