@@ -3,6 +3,8 @@
 #               SHAPER=auto|netem|toxiproxy  RESUME=results/<folder> [FORCE=1]  RESULTS_ROOT=results
 #               CAPTURE=1 (tcpdump: wire latency next to each tool's)
 #               CPUS_TARGET=0  CPUS_TOOL=1  ISOLATION=0 (target and tool share every CPU)
+#               TARGET_HOST=ssh://root@host (Nginx on another machine, RUNTIME=host; README: Two machines)
+#               GENERATOR_HOST= (not supported yet: says what to do instead)
 PY        := .venv/bin/python
 TOOLS     ?= all
 SCENARIOS ?= scenarios/shootout.yaml
@@ -20,12 +22,15 @@ CAPTURE   ?=
 CPUS_TARGET ?=
 CPUS_TOOL ?=
 ISOLATION ?= 1
+TARGET_HOST ?=
+GENERATOR_HOST ?=
 RUN_ARGS = --tools $(TOOLS) --scenarios $(SCENARIOS) --runtime $(RUNTIME) --shaper $(SHAPER) --repeat $(REPEAT) \
            --results-root $(RESULTS_ROOT) \
            $(if $(DURATION),--duration $(DURATION)) $(if $(RESUME),--resume $(RESUME)) $(if $(FORCE),--force) \
            $(if $(CPUS_TARGET),--cpus-target $(CPUS_TARGET)) $(if $(CPUS_TOOL),--cpus-tool $(CPUS_TOOL)) \
            $(if $(filter 0,$(ISOLATION)),--no-isolation) \
-           $(if $(CAPTURE),--capture)
+           $(if $(CAPTURE),--capture) $(if $(TARGET_HOST),--target-host $(TARGET_HOST)) \
+           $(if $(GENERATOR_HOST),--generator-host $(GENERATOR_HOST))
 
 .PHONY: deps bench-all bench-quick test test-unit test-e2e list-tools clean-state report
 
@@ -47,7 +52,7 @@ report:
 
 # The whole suite, as CI runs it (.ci/run): root, Docker, every tool and Chromium.
 test:
-	NEED_BROWSER=1 scripts/deps.sh $(TEST_TOOLS)
+	NEED_BROWSER=1 NEED_SSHD=1 scripts/deps.sh $(TEST_TOOLS)
 	LTH_TEST_TOOLS=all $(PY) -m pytest -q -rs tests
 
 # The quick loop: no root, Docker, tools or network (only the venv is made, if missing); on every CPU
@@ -59,7 +64,7 @@ test-unit:
 
 # The end-to-end tests of the selected tools only (TOOLS=wrk,ab; all: every end-to-end test).
 test-e2e:
-	NEED_BROWSER=1 scripts/deps.sh $(TOOLS)
+	NEED_BROWSER=1 NEED_SSHD=1 scripts/deps.sh $(TOOLS)
 	LTH_TEST_TOOLS=$(TOOLS) $(PY) -m pytest -q -rs -m e2e tests
 
 list-tools:
@@ -67,4 +72,9 @@ list-tools:
 
 # Remove what a killed (kill -9) harness left: namespaces, veths, containers, networks, proxies.
 clean-state:
-	$(PY) -m harness clean-state
+	$(PY) -m harness clean-state $(if $(TARGET_HOST),--target-host $(TARGET_HOST))
+
+# The README's tool table, from tools/<id>/tool.toml (tests/tools/test_manifests.py checks it).
+.PHONY: readme-tools
+readme-tools:
+	$(PY) -m harness.readme_tools

@@ -7,8 +7,10 @@ starts processes itself: the runtime does, identically for every tool.
 from __future__ import annotations
 
 import re
+import tomllib
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field, fields
+from functools import cache
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -76,10 +78,18 @@ class ParseError(Exception):
     """The tool's output could not be turned into metrics."""
 
 
+@cache
+def read_manifest(folder: Path) -> dict[str, str]:
+    """tools/<id>/tool.toml: the tool's pinned version, install kind and paths (keys: tools/README.md),
+    which its install.sh reads too; empty for a folder without one."""
+    path = folder / "tool.toml"
+    return tomllib.loads(path.read_text()) if path.is_file() else {}
+
+
 class ToolAdapter(ABC):
     name: str                         # the tool id in TOOLS= and in results
-    # Command printing the tool's version; run where the tool runs (host or container).
-    version_command: ClassVar[list[str]]
+    # Arguments that make the manifest's binary print its version (see version_command).
+    version_args: ClassVar[list[str]] = ["--version"]
     # One line on how VUs map to the tool's knobs, shown by `list-tools` and kept in meta.json.
     concurrency_model: ClassVar[str]
     # The smallest latency step the tool's output can express, in ms: 0.001 for µs, 1 for whole-ms
@@ -117,9 +127,29 @@ class ToolAdapter(ABC):
     def parse(self, output: ToolOutput) -> Metrics:
         """Turn the tool's output into metrics; raise ParseError when it cannot."""
 
+    @property
+    def version_command(self) -> list[str]:
+        """Command printing the tool's version; run where the tool runs (host or container). A class
+        attribute overrides it for a tool whose version comes otherwise."""
+        return [self.binary, *self.version_args]
+
     def parse_version(self, text: str) -> str:
         match = re.search(r"\d+\.\d+(\.\d+)?", text)
         return match.group(0) if match else text.strip().splitlines()[0] if text.strip() else "unknown"
+
+    @property
+    def manifest(self) -> dict[str, str]:
+        return read_manifest(self.folder)
+
+    @property
+    def binary(self) -> str:
+        """The executable install.sh puts in place (a path, or a name on PATH)."""
+        return self.manifest["binary"]
+
+    @property
+    def home(self) -> Path:
+        """The install prefix, for tools installed as a folder (JVM, Node, venv)."""
+        return Path(self.manifest["home"])
 
     @property
     def install_script(self) -> Path:

@@ -3,7 +3,9 @@
 Everything the harness creates carries the ``lth`` prefix or label: namespaces and veths
 (``lth-*``), the Compose project and its containers/network (label ``lth``), Toxiproxy processes
 from /opt/lth/bin, Nginx processes whose prefix is a ``/tmp/lth-target-*`` folder, and tcpdump
-processes writing an ``lth-capture.pcap`` (--capture).
+processes writing an ``lth-capture.pcap`` (--capture); also a test's second host (sshd with a
+``/tmp/lth-testhost-*`` config). A target on another host (--target-host) is cleaned there:
+``clean-state --target-host URL`` (harness/runtimes/remote.py clean_remote).
 """
 from __future__ import annotations
 
@@ -45,7 +47,8 @@ def _harness_processes() -> list[psutil.Process]:
     for proc in psutil.process_iter(["cmdline"]):
         cmdline = " ".join(proc.info["cmdline"] or [])
         if "/opt/lth/bin/toxiproxy-server" in cmdline or f"/tmp/{PREFIX}-target-" in cmdline \
-                or f"{PREFIX}-capture.pcap" in cmdline:    # tcpdump of --capture (harness/capture.py)
+                or f"{PREFIX}-capture.pcap" in cmdline \
+                or f"/tmp/{PREFIX}-testhost-" in cmdline:   # sshd of a test's second host (harness/testhost.py)
             found.append(proc)
     return found
 
@@ -65,7 +68,8 @@ def clean_state() -> list[str]:
             except psutil.NoSuchProcess:
                 pass
         removed.append(f"process {proc.pid} ({name}) and {len(family) - 1} children")
-    for workdir in Path(tempfile.gettempdir()).glob(f"{PREFIX}-target-*"):
+    for workdir in [*Path(tempfile.gettempdir()).glob(f"{PREFIX}-target-*"),
+                    *Path(tempfile.gettempdir()).glob(f"{PREFIX}-testhost-*")]:
         shutil.rmtree(workdir, ignore_errors=True)
         removed.append(f"folder {workdir}")
     for namespace in run(["ip", "netns", "list"], check=False).stdout.split("\n"):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from harness import REPO_ROOT, bottleneck, registry, scenarios
 from harness.cleanup import clean_state
-from harness.cpus import choose_split
+from harness.cpus import CpuSplit, choose_split
 from harness.errors import HarnessError
 from harness.runner import Plan, run_suite
 from harness.runtimes import RUNTIMES
@@ -58,6 +58,11 @@ def build_parser() -> argparse.ArgumentParser:
                      help="with --capture: keep each run's pcap (about 80 bytes per packet) instead of deleting it once parsed")
     run.add_argument("--allow-external-target", action="store_true",
                      help="allow a target outside loopback and the harness's own 198.18.0.0/15 networks")
+    run.add_argument("--target-host", metavar="ssh://[USER@]HOST[:PORT]",
+                     help="run Nginx on that machine (started over ssh, bound to its address) and load it over the "
+                          "real network from here; --runtime host only (README: Two machines)")
+    run.add_argument("--generator-host", metavar="ssh://[USER@]HOST[:PORT]",
+                     help="run the tools on that machine: not supported yet (run the harness there with --target-host)")
     run.add_argument("--cpus-target", metavar="LIST", help="CPUs for Nginx (e.g. 0 or 0-1; default: the first half)")
     run.add_argument("--cpus-tool", metavar="LIST", help="CPUs for the load generator (default: the CPUs the target has not)")
     run.add_argument("--no-isolation", action="store_true",
@@ -66,17 +71,22 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parser("list-tools", help="show the tool adapters found in tools/")
     folders = commands.add_parser("install-folders", help="the tools/<folder>/ whose install.sh the ids need (scripts/deps.sh)")
     folders.add_argument("tools", help="comma-separated tool ids, or 'all'")
-    commands.add_parser("clean-state", help="remove namespaces, containers, networks and proxies a killed run left")
+    clean = commands.add_parser("clean-state", help="remove namespaces, containers, networks and proxies a killed run left")
+    clean.add_argument("--target-host", metavar="ssh://[USER@]HOST[:PORT]",
+                       help="also remove the Nginx and /tmp/lth-target-* folders a killed run left on that host")
     return parser
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.generator_host:
+        raise HarnessError("--generator-host is not supported yet: run the harness on the generator machine "
+                           "with --target-host ssh://root@<target machine> instead (the same two-machine measurement)")
     plan = Plan(runtime=args.runtime, tools=registry.select(args.tools),
                 scenarios=scenarios.select(args.scenarios, args.duration), results_root=args.results_root,
                 shaper=args.shaper, resume=args.resume, force=args.force, grace_s=args.grace,
                 allow_external_target=args.allow_external_target, repeat=args.repeat,
                 capture=args.capture or args.keep_pcap, keep_pcap=args.keep_pcap,
-                split=choose_split(not args.no_isolation, args.cpus_target, args.cpus_tool))
+                target_host=args.target_host, split=_split(args))
     folder, rows = run_suite(plan)
     failed = [r for r in rows if r.status != "ok"]
     print(f"\n{len(rows) - len(failed)} of {len(rows)} runs ok; results in {folder.path}")
@@ -84,6 +94,13 @@ def _run(args: argparse.Namespace) -> int:
         print(f"  {row.status}: {row.scenario} {row.tool}: {row.error}")
     print(bottleneck_summary(rows, len(plan.split.available)))
     return 1 if failed else 0
+
+
+def _split(args: argparse.Namespace) -> CpuSplit:
+    if args.target_host:
+        from harness.runtimes.remote import remote_split
+        return remote_split(args.cpus_target, args.cpus_tool)
+    return choose_split(not args.no_isolation, args.cpus_target, args.cpus_tool)
 
 
 def bottleneck_summary(rows: list, all_cpus: int) -> str:
@@ -97,8 +114,12 @@ def bottleneck_summary(rows: list, all_cpus: int) -> str:
     return "\n".join(lines)
 
 
-def _clean_state(_: argparse.Namespace) -> int:
-    removed = clean_state()
+def _clean_state(args: argparse.Namespace) -> int:
+    removed = []
+    if args.target_host:    # first: ssh may need what the local sweep removes
+        from harness.runtimes.remote import clean_remote
+        removed += clean_remote(args.target_host)
+    removed += clean_state()
     print("\n".join(f"removed {item}" for item in removed) or "nothing to clean")
     return 0
 

@@ -5,6 +5,7 @@ A run that fails becomes a row with status failed/timeout and the reason; the su
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import traceback
 import signal
@@ -46,6 +47,7 @@ class Plan:
     force: bool = False           # with resume: redo finished runs too
     grace_s: float | None = None  # hang detection: seconds past the duration (default max(30, 50%))
     allow_external_target: bool = False
+    target_host: str | None = None  # ssh://[user@]host[:port]: Nginx on another machine (harness/runtimes/remote.py)
     repeat: int = 1               # repetitions, interleaved: every tool once, then every tool again
     capture: bool = False         # record the tool's packets with tcpdump: wire_* columns
     keep_pcap: bool = False       # with capture: keep each run's pcap next to its output
@@ -146,7 +148,7 @@ def run_one(runtime: Runtime, adapter: ToolAdapter, scenario: Scenario, folder: 
     try:
         with runtime.session(adapter) as session, \
                 shaped(session, row.shaper, scenario.rtt_ms, scenario.vus, run_dir) as target:
-            ensure_allowed(target.host, allow_external_target)
+            ensure_allowed(target.host, allow_external_target, session.explicit_target)
             row.tool_version = session.version(adapter)
             target.verify()
             row.rtt_measured_ms = measure_rtt(session, target)
@@ -220,8 +222,8 @@ def _summarise(row: RunRow, all_cpus: int) -> None:
         console.print(f"   [red]{row.status}[/]: {row.error}")
 
 
-def _choose_shaper(plan: Plan) -> ShaperChoice:
-    needs = any(s.needs_shaping for s in plan.scenarios)
+def _choose_shaper(plan: Plan, runtime: Runtime) -> ShaperChoice:
+    needs = any(s.needs_shaping and runtime.unsupported_reason(s) is None for s in plan.scenarios)
     netem_ok, netem_error = netem_available() if needs else (False, "")
     choice = choose_shaper(plan.shaper, needs, netem_ok, netem_error)
     if needs:
@@ -244,14 +246,14 @@ def _open_folder(plan: Plan) -> tuple[ResultsFolder, set[tuple[str, str]]]:
 
 def run_suite(plan: Plan, runtime: Runtime | None = None) -> tuple[ResultsFolder, list[RunRow]]:
     """``runtime``: one made already (the tests' in-process runtime); by default plan.runtime's."""
-    runtime = runtime or make_runtime(plan.runtime, plan.results_root)
+    runtime = runtime or make_runtime(plan.runtime, plan.results_root, plan.target_host)
     runtime.split = plan.split
     preflight.check(plan, runtime)
     lock = _single_instance()
     previous = signal.signal(signal.SIGTERM, _raise_on_sigterm)
     try:
         broken = runtime.prepare(plan.tools)
-        shaper = _choose_shaper(plan)
+        shaper = _choose_shaper(plan, runtime)
         no_tcpdump = plan.capture and tcpdump_missing()
         if no_tcpdump:
             console.print(MISSING)
@@ -266,13 +268,15 @@ def run_suite(plan: Plan, runtime: Runtime | None = None) -> tuple[ResultsFolder
         baselines: dict[str, dict] = {}   # each tool's 1-VU memory, measured once per suite
         overhead_s, started = SETUP_ESTIMATE_S, time.monotonic()
         with runtime:
+            if plan.resume is None and (facts := runtime.started_facts()):
+                _add_environment(folder, facts)
             for index, (scenario, adapter, repeat) in enumerate(runs, start=1):
                 remaining = sum(s.duration_s + overhead_s for s, _, _ in runs[index - 1:])
                 _report(index, len(runs), scenario, adapter, plan.runtime, remaining)
                 if adapter.unavailable or adapter.name in broken:
                     reason = adapter.unavailable or broken[adapter.name]
                     row = _unrunnable(runtime, adapter, scenario, folder, reason, repeat)
-                elif reason := openmodel.unsupported_reason(scenario, adapter):
+                elif reason := openmodel.unsupported_reason(scenario, adapter) or runtime.unsupported_reason(scenario):
                     row = _unrunnable(runtime, adapter, scenario, folder, reason, repeat, status="unsupported")
                 else:
                     row = run_one(runtime, adapter, scenario, folder, shaper.kind, plan.grace_s,
@@ -288,6 +292,11 @@ def run_suite(plan: Plan, runtime: Runtime | None = None) -> tuple[ResultsFolder
     finally:
         signal.signal(signal.SIGTERM, previous)
         lock.close()
+
+
+def _add_environment(folder: ResultsFolder, facts: dict) -> None:
+    path = folder.path / "environment.json"
+    folder.write_json(path.name, {**json.loads(path.read_text()), **facts})
 
 
 def _unrunnable(runtime: Runtime, adapter: ToolAdapter, scenario: Scenario, folder: ResultsFolder,

@@ -4,9 +4,10 @@ from __future__ import annotations
 import http.client
 import ipaddress
 import re
+import shutil
 import time
 from dataclasses import dataclass
-from urllib.parse import urlsplit
+from pathlib import Path
 
 from harness import TARGET_DIR
 from harness.errors import HarnessError
@@ -20,15 +21,33 @@ STATUS_PATH = "/nginx_status"
 ALLOWED_NETWORKS = [ipaddress.ip_network(n) for n in ("198.18.0.0/15", "127.0.0.0/8", "::1/128")]
 
 
-def ensure_allowed(host: str, allow_external: bool = False) -> None:
+def ensure_allowed(host: str, allow_external: bool = False, explicit: str | None = None) -> None:
+    """``explicit``: the one address the user named with --target-host, allowed for that run only."""
     try:
         address = ipaddress.ip_address(host)
     except ValueError:
         address = None
     if allow_external or (address is not None and any(address in n for n in ALLOWED_NETWORKS)):
         return
+    if explicit is not None and address is not None and address == ipaddress.ip_address(explicit):
+        return
     raise HarnessError(f"refusing to load {host}: targets must be loopback or the harness's own 198.18.0.0/15 "
                        "networks; pass --allow-external-target if you own that server and mean it")
+
+
+def stage(prefix: Path, listen_address: str | None = None) -> None:
+    """Nginx's prefix folder: the shared config, the served file and a tmp folder, readable by the
+    workers. ``listen_address`` binds Nginx to that one address (a remote target opens nothing else)."""
+    conf = (TARGET_DIR / "nginx.conf").read_text()
+    if listen_address:
+        conf, count = re.subn(r"^(\s*listen\s+)80\b", rf"\g<1>{listen_address}:80", conf, flags=re.MULTILINE)
+        if count != 1:
+            raise HarnessError(f"{TARGET_DIR / 'nginx.conf'}: expected one `listen 80` line to bind, found {count}")
+    (prefix / "nginx.conf").write_text(conf)
+    shutil.copytree(TARGET_DIR / "html", prefix / "html")
+    (prefix / "tmp").mkdir()
+    for path in [prefix, *prefix.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
 
 
 def expected_body_length() -> int:

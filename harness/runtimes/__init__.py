@@ -7,7 +7,13 @@ from harness.runtimes.base import Runtime, Session
 RUNTIMES = ("docker", "host")
 
 
-def make_runtime(name: str, results_dir: Path) -> Runtime:
+def make_runtime(name: str, results_dir: Path, target_host: str | None = None) -> Runtime:
+    if target_host:
+        if name != "host":
+            raise HarnessError(f"--target-host is not supported with --runtime {name} yet: use --runtime host "
+                               "(Nginx is started there over ssh), or leave --target-host unset")
+        from harness.runtimes.remote import RemoteTargetRuntime
+        return RemoteTargetRuntime(target_host)
     if name == "host":
         from harness.runtimes.host import HostRuntime
         return HostRuntime()

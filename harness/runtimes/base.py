@@ -3,19 +3,33 @@ from __future__ import annotations
 
 import subprocess
 from abc import ABC, abstractmethod
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING, Iterator
 
 from harness.adapter import ToolAdapter
 from harness.cpus import NO_SPLIT, CpuSplit
 from harness.sampling import PidSource, vmrss_mb
 from harness.target import Target
 
+if TYPE_CHECKING:
+    from harness.scenarios import Scenario
+
 
 def run(argv: list[str], check: bool = True, timeout: float | None = 120, **kwargs) -> subprocess.CompletedProcess:
     """Run a short helper command, capturing its output as text."""
     return subprocess.run(argv, check=check, timeout=timeout, capture_output=True, text=True, **kwargs)
+
+
+@contextmanager
+def undone_on_error(started: AbstractContextManager) -> Iterator[None]:
+    """For an ``__enter__`` that starts several things: whatever fails (or Ctrl-C) undoes the
+    part already started through ``started.__exit__`` before it propagates."""
+    try:
+        yield
+    except BaseException:
+        started.__exit__(None, None, None)
+        raise
 
 
 class Session(ABC):
@@ -31,6 +45,7 @@ class Session(ABC):
     shape_netns: list[str]       # where netem is applied, on shape_device
     shape_device: str
     capture_device: str          # the generator's end of the link, in generator_netns (--capture)
+    explicit_target: str | None = None   # the --target-host address: allowed to be loaded, this run only
 
     @abstractmethod
     def popen(self, argv: list[str], stdout: IO, stderr: IO) -> subprocess.Popen:
@@ -79,3 +94,13 @@ class Runtime(AbstractContextManager, ABC):
     def describe(self) -> dict:
         """Runtime facts for the results' environment metadata."""
         return {}
+
+    def started_facts(self) -> dict:
+        """Facts only known once the runtime is entered (the RTT between two hosts), added to
+        the environment metadata."""
+        return {}
+
+    def unsupported_reason(self, scenario: "Scenario") -> str | None:
+        """Why this runtime cannot run ``scenario`` yet (None: it can); such runs become rows
+        with status unsupported."""
+        return None

@@ -145,12 +145,14 @@ class DockerRuntime(Runtime):
         self.results_dir = results_dir or Path("/tmp")
         self.base_image = OFFICIAL_BASE
 
-    def _env(self, tool: str) -> dict[str, str]:
-        return {**os.environ, "LTH_TOOL": tool, "LTH_BASE_IMAGE": self.base_image,
+    def _env(self, tool: str | None) -> dict[str, str]:
+        # No tool (down, the target's build): an empty LTH_TOOL takes compose.yaml's default, as those
+        # commands do not depend on which generator image the project uses.
+        return {**os.environ, "LTH_TOOL": tool or "", "LTH_BASE_IMAGE": self.base_image,
                 "LTH_RESULTS_DIR": str(self.results_dir.resolve()), "LTH_TOOLS_DIR": str(TOOLS_DIR),
                 "LTH_CPUS_TARGET": format_cpus(self.split.target_cpus), "LTH_CPUS_TOOL": format_cpus(self.split.tool_cpus)}
 
-    def _compose(self, tool: str, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    def _compose(self, tool: str | None, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
         argv = [*self._compose_cmd, "-p", PROJECT, "-f", str(COMPOSE_FILE), *args]
         return run(argv, check=False, timeout=timeout, env=self._env(tool))
 
@@ -166,7 +168,7 @@ class DockerRuntime(Runtime):
 
     def prepare(self, adapters: list[ToolAdapter]) -> dict[str, str]:
         self.base_image = ensure_base_image()
-        problem = self._build("target", adapters[0].folder.name)
+        problem = self._build("target", None)
         if problem:
             raise HarnessError(problem)
         broken = {}
@@ -176,7 +178,7 @@ class DockerRuntime(Runtime):
                 broken.update({a.name: problem for a in adapters if a.folder.name == folder})
         return broken
 
-    def _build(self, service: str, tool: str) -> str | None:
+    def _build(self, service: str, tool: str | None) -> str | None:
         print(f"docker: building {service} image{' for ' + tool if service == 'generator' else ''} "
               f"(base {self.base_image})", flush=True)
         result = self._compose(tool, "build", service, timeout=3600)
@@ -189,10 +191,11 @@ class DockerRuntime(Runtime):
     def __exit__(self, *exc) -> None:
         if hasattr(self, "_compose_cmd"):
             with signals_deferred():
-                self._down("wrk")
+                self._down()
 
-    def _down(self, tool: str) -> None:
-        self._compose(tool, "down", "--volumes", "--remove-orphans", "--timeout", "2", timeout=120)
+    def _down(self) -> None:
+        """Removes the project's containers and network, found by the project name whatever the tool."""
+        self._compose(None, "down", "--volumes", "--remove-orphans", "--timeout", "2", timeout=120)
 
     def _container_id(self, tool: str, service: str) -> str:
         return self._compose(tool, "ps", "-q", service).stdout.strip()
@@ -200,7 +203,7 @@ class DockerRuntime(Runtime):
     @contextmanager
     def session(self, adapter: ToolAdapter) -> Iterator[Session]:
         tool = adapter.folder.name
-        self._down(tool)  # a previous run's leftovers, if any
+        self._down()  # a previous run's leftovers, if any
         try:
             up = self._compose(tool, "up", "-d", "--no-build")
             if up.returncode != 0:
@@ -211,7 +214,7 @@ class DockerRuntime(Runtime):
             yield session
         finally:
             with signals_deferred():
-                self._down(tool)
+                self._down()
 
     def describe(self) -> dict:
         return {"target": f"nginx container at {TARGET_IP} on compose network 198.18.1.0/24",

@@ -17,14 +17,14 @@ from typing import IO, Iterator
 
 import psutil
 
-from harness import PREFIX, TARGET_DIR
+from harness import PREFIX
 from harness.adapter import ToolAdapter
 from harness.cpus import CpuSplit
 from harness.errors import HarnessError
 from harness.cleanup import signals_deferred
-from harness.runtimes.base import Runtime, Session, run
+from harness.runtimes.base import Runtime, Session, run, undone_on_error
 from harness.sampling import PidSource
-from harness.target import Target
+from harness.target import Target, stage
 
 NETNS = f"{PREFIX}-target"
 VETH_HOST, VETH_TARGET = f"{PREFIX}-veth0", f"{PREFIX}-veth1"
@@ -42,6 +42,36 @@ def process_tree(root_pid: int) -> set[int]:
 def host_version(adapter: ToolAdapter) -> str:
     result = run(adapter.version_command, check=False, timeout=60)
     return adapter.parse_version(result.stdout + result.stderr)
+
+
+def local_problems(adapters: list[ToolAdapter], commands: tuple[str, ...]) -> list[str]:
+    """System commands and the selected tools missing on this machine."""
+    found = [f"'{command}' is not installed: run `make deps` (iproute2, nginx, procps)"
+             for command in commands if shutil.which(command) is None]
+    missing = [a.name for a in adapters if not a.unavailable and shutil.which(a.version_command[0]) is None]
+    if missing:
+        found.append(f"not installed on the host: {', '.join(missing)}: run `make deps RUNTIME=host TOOLS={','.join(missing)}`")
+    return found
+
+
+def veth_namespace(netns: str, here: tuple[str, str], there: tuple[str, str], prefix_len: int, who: str) -> None:
+    """A new namespace reached over a veth pair: ``here`` (device, address) stays in the root
+    namespace, ``there`` goes into ``netns``."""
+    (local, local_ip), (remote, remote_ip) = here, there
+    steps = [
+        ["ip", "netns", "add", netns],
+        ["ip", "link", "add", local, "type", "veth", "peer", "name", remote],
+        ["ip", "link", "set", remote, "netns", netns],
+        ["ip", "addr", "add", f"{local_ip}/{prefix_len}", "dev", local],
+        ["ip", "link", "set", local, "up"],
+        ["ip", "-n", netns, "addr", "add", f"{remote_ip}/{prefix_len}", "dev", remote],
+        ["ip", "-n", netns, "link", "set", remote, "up"],
+        ["ip", "-n", netns, "link", "set", "lo", "up"],
+    ]
+    for step in steps:
+        result = run(step, check=False)
+        if result.returncode != 0:
+            raise HarnessError(f"{who}: `{' '.join(step)}` failed: {result.stderr.strip()}")
 
 
 def remove_namespace() -> None:
@@ -86,22 +116,13 @@ class HostRuntime(Runtime):
         found = []
         if os.geteuid() != 0:
             found.append("the host runtime creates a network namespace and needs root: run as root (sudo)")
-        for command in ("ip", "nginx", "top", "tc"):
-            if shutil.which(command) is None:
-                found.append(f"'{command}' is not installed: run `make deps` (iproute2, nginx, procps)")
-        missing = [a.name for a in adapters if not a.unavailable and shutil.which(a.version_command[0]) is None]
-        if missing:
-            found.append(f"not installed on the host: {', '.join(missing)}: run `make deps RUNTIME=host TOOLS={','.join(missing)}`")
-        return found
+        return found + local_problems(adapters, ("ip", "nginx", "top", "tc"))
 
     def __enter__(self) -> "HostRuntime":
         remove_namespace()  # leftovers of a killed run; these names are the harness's own
-        try:
+        with undone_on_error(self):
             self._create_namespace()
             self._start_nginx()
-        except BaseException:
-            self.__exit__(None, None, None)
-            raise
         return self
 
     def __exit__(self, *exc) -> None:
@@ -140,28 +161,11 @@ class HostRuntime(Runtime):
         print(f"warning: could not remove {self._workdir}: run `make clean-state`", file=sys.stderr)
 
     def _create_namespace(self) -> None:
-        steps = [
-            ["ip", "netns", "add", NETNS],
-            ["ip", "link", "add", VETH_HOST, "type", "veth", "peer", "name", VETH_TARGET],
-            ["ip", "link", "set", VETH_TARGET, "netns", NETNS],
-            ["ip", "addr", "add", f"{HOST_IP}/{PREFIX_LEN}", "dev", VETH_HOST],
-            ["ip", "link", "set", VETH_HOST, "up"],
-            ["ip", "-n", NETNS, "addr", "add", f"{TARGET_IP}/{PREFIX_LEN}", "dev", VETH_TARGET],
-            ["ip", "-n", NETNS, "link", "set", VETH_TARGET, "up"],
-            ["ip", "-n", NETNS, "link", "set", "lo", "up"],
-        ]
-        for step in steps:
-            result = run(step, check=False)
-            if result.returncode != 0:
-                raise HarnessError(f"host runtime: `{' '.join(step)}` failed: {result.stderr.strip()}")
+        veth_namespace(NETNS, (VETH_HOST, HOST_IP), (VETH_TARGET, TARGET_IP), PREFIX_LEN, "host runtime")
 
     def _start_nginx(self) -> None:
         self._workdir = Path(tempfile.mkdtemp(prefix=f"{PREFIX}-target-"))
-        shutil.copy(TARGET_DIR / "nginx.conf", self._workdir / "nginx.conf")
-        shutil.copytree(TARGET_DIR / "html", self._workdir / "html")
-        (self._workdir / "tmp").mkdir()
-        for path in [self._workdir, *self._workdir.rglob("*")]:
-            path.chmod(0o755 if path.is_dir() else 0o644)
+        stage(self._workdir)
         self._nginx_log = (self._workdir / "nginx.log").open("w")
         self._nginx = subprocess.Popen(
             ["ip", "netns", "exec", NETNS, "nginx", "-p", f"{self._workdir}/", "-c", str(self._workdir / "nginx.conf")],

@@ -21,7 +21,7 @@ def _float(text: str | None) -> float | None:
 
 class ApacheBench(ToolAdapter):
     name = "ab"
-    version_command = ["ab", "-V"]
+    version_args = ["-V"]
     concurrency_model = "-c VUs keep-alive connections (-k), one thread; -t duration with a huge -n"
     timing_resolution_ms = 0.001  # ab -e CSV: ms with 3 decimals (ab times requests in us)
 
@@ -30,7 +30,7 @@ class ApacheBench(ToolAdapter):
     def command(self, spec: RunSpec) -> list[str]:
         # -n must follow -t: -t resets the request count to 50000.
         return [
-            "ab", "-k", "-q", "-r", "-c", str(spec.vus), "-t", str(spec.duration_s),
+            self.binary, "-k", "-q", "-r", "-c", str(spec.vus), "-t", str(spec.duration_s),
             "-n", str(spec.duration_s * MAX_RATE_PER_S),
             "-e", str(spec.out_dir / PERCENTILE_FILE), spec.url,
         ]

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Host install of ApacheBench (Debian package apache2-utils).
+# Install of ApacheBench (Debian package apache2-utils), on the host and in the image (tool.toml: package, binary).
 set -euo pipefail
-command -v ab >/dev/null && exit 0
-apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -qq -y --no-install-recommends apache2-utils
+source "$(dirname "$0")/../_lib/common.sh"
+apt_tool

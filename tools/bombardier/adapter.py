@@ -3,12 +3,9 @@ import json
 
 from harness.adapter import Metrics, ParseError, RunSpec, ToolAdapter, ToolOutput
 
-BIN = "/opt/lth/bin/bombardier"
-
 
 class Bombardier(ToolAdapter):
     name = "bombardier"
-    version_command = [BIN, "--version"]
     concurrency_model = "-c VUs keep-alive connections (fasthttp client), one goroutine each, -d duration"
     timing_resolution_ms = 0.001  # its latency histogram is in us
 
@@ -19,7 +16,7 @@ class Bombardier(ToolAdapter):
         rate = ["-r", str(spec.rate_rps)] if spec.rate_rps else []
         # -p r: print only the result (no progress bar); -l: latency percentiles in the JSON.
         # -t 10s: the default 2 s timeout would turn slow responses into errors (wrk uses 10 s too).
-        return [BIN, "-c", str(spec.vus), "-d", f"{spec.duration_s}s", "-t", "10s", *rate,
+        return [self.binary, "-c", str(spec.vus), "-d", f"{spec.duration_s}s", "-t", "10s", *rate,
                 "-o", "json", "-p", "r", "-l", spec.url]
 
     def parse(self, output: ToolOutput) -> Metrics:

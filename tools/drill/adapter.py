@@ -14,7 +14,6 @@ from urllib.parse import urlsplit
 
 from harness.adapter import Metrics, ParseError, RunSpec, ToolAdapter, ToolOutput
 
-DRILL = "/opt/lth/cargo/bin/drill"        # install.sh and the Dockerfile both put it here
 STATS, WINDOW, CALIBRATION = "drill-stats.txt", "drill-window.txt", "drill-calibration.txt"
 # The global summary: "<label> <value>", e.g. "Median time per request   214000ns" (per-plan-step
 # lines repeat the labels after the step's name "lth" and are skipped).
@@ -52,7 +51,6 @@ def read_window(path: Path) -> tuple[float, float] | None:
 
 class Drill(ToolAdapter):
     name = "drill"
-    version_command = [DRILL, "--version"]
     concurrency_model = ("concurrency=VUs iterations in flight (one GET each, a shared keep-alive client pool), "
                          "one thread; --quiet, a count sized by calibration runs to last the duration")
     timing_resolution_ms = 0.001  # --stats --nanosec: an HdrHistogram of us (2 significant digits)

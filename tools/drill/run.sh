@@ -9,7 +9,8 @@
 # OUT_DIR/drill-window.txt. `timeout` is only a safety net (3 x DURATION_S + 10 s).
 set -uo pipefail
 OUT=$1 BASE=$2 URLPATH=$3 VUS=$4 DURATION=$5
-DRILL=/opt/lth/cargo/bin/drill
+source "$(dirname "$0")/../_lib/common.sh"
+DRILL="$(manifest_get binary)"
 MAX_ITERATIONS=1000000000
 
 plan() {  # plan FILE ITERATIONS

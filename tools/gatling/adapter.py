@@ -3,7 +3,6 @@ from harness.adapter import Metrics, ParseError, RunSpec, ToolAdapter, ToolOutpu
 from harness.stats import DEFINITION, latency_metrics
 from tools.gatling import simlog
 
-HOME = "/opt/lth/gatling"          # assembled by install.sh / the Dockerfile (tools/gatling/pom.xml)
 SIMULATION = "lth.LthSimulation"   # src/test/java/lth/LthSimulation.java, compiled at install
 # The JVM options gatling-maven-plugin 4.21 forks Gatling with on Java 17 (GatlingConstants.
 # DEFAULT_JVM_OPTIONS_GATLING), minus -XX:+HeapDumpOnOutOfMemoryError (a 1 GB dump in the cwd).
@@ -19,7 +18,6 @@ OFFLINE = ["-Dgatling.data.enableAnalytics=false", "-Dgatling.http.warmUpUrl=",
 
 class Gatling(ToolAdapter):
     name = "gatling"
-    version_command = [f"{HOME}/bin/gatling", "--version"]
     concurrency_model = "atOnceUsers(VUs), each looping one GET during(duration) over its own keep-alive connection"
     timing_resolution_ms = 1  # simulation.log holds whole-ms timestamps
 
@@ -29,7 +27,7 @@ class Gatling(ToolAdapter):
         return [
             "java", *JVM, *OFFLINE,
             f"-Dlth.url={spec.url}", f"-Dlth.vus={spec.vus}", f"-Dlth.duration={spec.duration_s}",
-            "-cp", f"{HOME}/classes:{HOME}/lib/*", "io.gatling.app.Gatling",
+            "-cp", f"{self.home}/classes:{self.home}/lib/*", "io.gatling.app.Gatling",
             "--simulation", SIMULATION, "--results-folder", str(spec.out_dir),
         ]
 

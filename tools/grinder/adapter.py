@@ -6,7 +6,6 @@ import csv
 from harness.adapter import Metrics, ParseError, RunSpec, ToolAdapter, ToolOutput
 from harness.stats import DEFINITION, latency_metrics
 
-HOME = "/opt/lth/grinder"           # install.sh / the Dockerfile: lib/ (Maven Central jars) + wrap/
 HOST_ID = "lth"                      # grinder.hostID: names the worker "lth-0" on every machine
 DATA_LOG = f"{HOST_ID}-0-data.log"   # worker process 0's per-test log in grinder.logDirectory
 SAFETY_S = 10                        # grinder.duration: only a safety net past the script's own deadline
@@ -14,7 +13,14 @@ SAFETY_S = 10                        # grinder.duration: only a safety net past 
 
 class Grinder(ToolAdapter):
     name = "grinder"
-    version_command = ["java", "-cp", f"{HOME}/wrap:{HOME}/lib/*", "LthGrinder", "--version"]
+    @property
+    def version_command(self) -> list[str]:
+        return [self.binary, "-cp", self.classpath, "LthGrinder", "--version"]
+
+    @property
+    def classpath(self) -> str:
+        """install.sh's home: lib/ (Maven Central jars) + wrap/ (the start-up class)."""
+        return f"{self.home}/wrap:{self.home}/lib/*"
     concurrency_model = ("one worker process with grinder.threads = VUs threads, each one Grinder run that loops "
                          "GETs on its own keep-alive connection until the duration has passed since its start")
     timing_resolution_ms = 1  # 'Test time' in whole ms
@@ -24,7 +30,7 @@ class Grinder(ToolAdapter):
     def command(self, spec: RunSpec) -> list[str]:
         return [
             # wrap/ first: the logback-worker.xml there replaces Grinder's own (no per-request INFO line).
-            "java", "-cp", f"{HOME}/wrap:{HOME}/lib/*",
+            self.binary, "-cp", self.classpath,
             f"-Dgrinder.threads={spec.vus}", f"-Dgrinder.hostID={HOST_ID}",
             f"-Dgrinder.script={self.folder / 'lth.py'}",
             f"-Dgrinder.logDirectory={spec.out_dir}",

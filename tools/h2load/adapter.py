@@ -31,7 +31,6 @@ def read_log(path) -> np.ndarray:
 
 class H2load(ToolAdapter):
     name = "h2load"
-    version_command = ["h2load", "--version"]
     concurrency_model = "-c VUs HTTP/1.1 keep-alive connections (--h1, no pipelining), -t min(VUs, cores) threads"
     timing_resolution_ms = 0.001  # --log-file durations in us
 
@@ -41,7 +40,7 @@ class H2load(ToolAdapter):
         threads = max(1, min(spec.vus, spec.cpus))
         # -D: timing-based run of exactly the duration (no --warm-up-time: it would add a phase).
         return [
-            "h2load", "--h1", "-c", str(spec.vus), "-t", str(threads), "-m", "1",
+            self.binary, "--h1", "-c", str(spec.vus), "-t", str(threads), "-m", "1",
             "-D", str(spec.duration_s), "--log-file", str(spec.out_dir / LOG_FILE), spec.url,
         ]
 

@@ -9,7 +9,6 @@ import re
 
 from harness.adapter import Metrics, ParseError, RunSpec, ToolAdapter, ToolOutput
 
-BIN = "/opt/lth/bin/hey"
 # hey keeps latencies and status codes of its first million results only (requester/report.go).
 MAX_RESULTS = 1_000_000
 
@@ -27,8 +26,10 @@ def _section(text: str, title: str) -> str:
 
 class Hey(ToolAdapter):
     name = "hey"
-    # hey has no version flag: install.sh writes this two-line script beside the binary.
-    version_command = [f"{BIN}-version"]
+    @property
+    def version_command(self) -> list[str]:
+        # hey has no version flag: install.sh writes this two-line script beside the binary.
+        return [f"{self.binary}-version"]
     concurrency_model = ("-c VUs workers, one request at a time each, on one shared keep-alive client pool "
                          "(idle pool capped at min(VUs, 500)), -z duration")
     timing_resolution_ms = 0.1  # its summary prints seconds with 4 decimals
@@ -40,7 +41,7 @@ class Hey(ToolAdapter):
     def command(self, spec: RunSpec) -> list[str]:
         rate = ["-q", f"{spec.rate_rps / spec.vus:g}"] if spec.rate_rps else []
         # -t 10: the same 10 s timeout as wrk (hey's default is 20 s).
-        return [BIN, "-z", f"{spec.duration_s}s", "-c", str(spec.vus), *rate, "-t", "10", spec.url]
+        return [self.binary, "-z", f"{spec.duration_s}s", "-c", str(spec.vus), *rate, "-t", "10", spec.url]
 
     def parse(self, output: ToolOutput) -> Metrics:
         text = output.stdout

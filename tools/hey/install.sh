@@ -1,34 +1,11 @@
 #!/usr/bin/env bash
-# Host install of hey v0.1.5: built from the Go module proxy (no GitHub download) with a pinned Go
-# toolchain (go-toolchain.sh, itself fetched from the module proxy), from the scratch module next to
-# this script: go.mod requires github.com/rakyll/hey@v0.1.5 as a `tool`, go.sum pins every dependency
-# (-mod=readonly: nothing is resolved at build time). Static binary (CGO_ENABLED=0) at /opt/lth/bin/hey;
-# the Dockerfile runs this same script in a build stage. Idempotent: exits at once when installed.
+# Install of hey, on the host and in the image: built from the Go module proxy (tools/_lib/go.sh;
+# tool.toml: version, package, binary). Idempotent: exits at once when installed.
 set -euo pipefail
-VERSION=v0.1.5
-PKG=github.com/rakyll/hey
-BIN=/opt/lth/bin/hey
-HERE="$(cd "$(dirname "$0")" && pwd)"
-[ -x "$BIN" ] && [ -x "$BIN-version" ] && [ "$(cat "$BIN.version" 2>/dev/null)" = "$VERSION" ] && exit 0
-
-missing=()
-for cmd in curl unzip openssl; do command -v "$cmd" >/dev/null || missing+=("$cmd"); done
-if [ ${#missing[@]} -gt 0 ]; then
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -qq -y --no-install-recommends curl unzip ca-certificates >/dev/null
-fi
-GO="$("$HERE/go-toolchain.sh")"
-
-work="$(mktemp -d /tmp/lth-hey-build.XXXXXX)"
-trap 'rm -rf "$work"' EXIT
-cp "$HERE/go.mod" "$HERE/go.sum" "$work/"
-echo "hey: building $PKG@$VERSION with $("$GO" env GOVERSION) (Go module proxy)"
-# Module and build caches under /opt/lth/go (shared by the Go-built tools), not in $HOME.
-(cd "$work" && CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS=-mod=readonly \
-   GOMODCACHE=/opt/lth/go/mod GOCACHE=/opt/lth/go/cache \
-   "$GO" build -trimpath -o "$work/hey" "$PKG")
-install -D -m 0755 "$work/hey" "$BIN"
-echo "$VERSION" > "$BIN.version"
+source "$(dirname "$0")/../_lib/common.sh"
+source "$LTH_LIB/go.sh"
+go_install
 # hey has no version flag: the adapter's version_command runs this (it fails when hey is missing).
-printf '#!/bin/sh\ntest -x %s && echo "hey %s (github.com/rakyll/hey)"\n' "$BIN" "$VERSION" > "$BIN-version"
+BIN="$(manifest_get binary)"
+printf '#!/bin/sh\ntest -x %s && echo "hey v%s (%s)"\n' "$BIN" "$(manifest_get version)" "$(manifest_get package)" > "$BIN-version"
 chmod 0755 "$BIN-version"

@@ -5,7 +5,6 @@ from urllib.parse import urlsplit
 from harness.adapter import Metrics, ParseError, RunSpec, ToolAdapter, ToolOutput
 from harness.stats import DEFINITION, latency_metrics
 
-HOME = "/opt/lth/jmeter"          # assembled by install.sh / the Dockerfile (tools/jmeter/pom.xml)
 JTL, LOG = "jmeter.jtl", "jmeter.log"
 RAMP_UP_S = 1                     # the study started its threads over 1 s
 # JVM options of JMeter 5.6.3's own bin/jmeter start script (its defaults, unchanged), so the
@@ -25,7 +24,7 @@ JVM = ["-server", *HEAP, *GC, "-Djava.security.egd=file:/dev/urandom", "-Duser.l
 
 class JMeter(ToolAdapter):
     name = "jmeter"
-    version_command = [f"{HOME}/bin/jmeter", "-j", "/dev/null", "--version"]
+    version_args = ["-j", "/dev/null", "--version"]
     concurrency_model = (f"ThreadGroup of VUs threads (one keep-alive connection each) started over {RAMP_UP_S} s, "
                          "scheduler duration, loops forever")
     timing_resolution_ms = 1  # JTL 'elapsed' in whole ms
@@ -41,7 +40,7 @@ class JMeter(ToolAdapter):
         if url.query:
             path += "?" + url.query
         return [
-            "java", *JVM, "-jar", f"{HOME}/bin/ApacheJMeter.jar",
+            "java", *JVM, "-jar", f"{self.home}/bin/ApacheJMeter.jar",
             "-n", "-f", "-t", str(self.folder / ("plan-rate.jmx" if spec.rate_rps else "plan.jmx")),
             *([f"-Jrate={spec.rate_rps}"] if spec.rate_rps else []),
             "-l", str(spec.out_dir / JTL), "-j", str(spec.out_dir / LOG),

@@ -7,7 +7,6 @@ import re
 
 from harness.adapter import Metrics, ParseError, RunSpec, ToolAdapter, ToolOutput
 
-BIN = "/opt/lth/bin/k6"
 SUMMARY = "k6-summary.json"
 TREND_STATS = "avg,min,med,max,p(50),p(75),p(90),p(95),p(99),count"
 START_MARK = re.compile(r"LTH_LOAD_START_MS (\d+)")
@@ -15,7 +14,7 @@ START_MARK = re.compile(r"LTH_LOAD_START_MS (\d+)")
 
 class K6(ToolAdapter):
     name = "k6"
-    version_command = [BIN, "version"]
+    version_args = ["version"]
     concurrency_model = "--vus VUs looping one GET without sleep (one keep-alive connection each), --duration"
     timing_resolution_ms = 0.000001  # float ms from Go durations (ns)
 
@@ -30,7 +29,7 @@ class K6(ToolAdapter):
         else:
             load, script = ["--vus", str(spec.vus), "--duration", f"{spec.duration_s}s"], "script.js"
         return [
-            BIN, "run", *load,
+            self.binary, "run", *load,
             "--summary-export", str(spec.out_dir / SUMMARY), "--summary-trend-stats", TREND_STATS,
             "--no-usage-report", "--quiet", "--no-color", "-e", f"LTH_URL={spec.url}",
             str(self.folder / script),

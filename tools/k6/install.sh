@@ -1,32 +1,7 @@
 #!/usr/bin/env bash
-# Host install of k6 v1.8.1: built from the Go module proxy (no GitHub download) with a pinned Go
-# toolchain (go-toolchain.sh, itself fetched from the module proxy), from the scratch module next to
-# this script: go.mod requires go.k6.io/k6@v1.8.1 as a `tool`, go.sum pins every dependency
-# (-mod=readonly: nothing is resolved at build time). Static binary (CGO_ENABLED=0) at /opt/lth/bin/k6;
-# the Dockerfile runs this same script in a build stage. Idempotent: exits at once when installed.
+# Install of k6, on the host and in the image: built from the Go module proxy (tools/_lib/go.sh;
+# tool.toml: version, package, binary). Idempotent: exits at once when installed.
 set -euo pipefail
-VERSION=v1.8.1
-PKG=go.k6.io/k6
-BIN=/opt/lth/bin/k6
-HERE="$(cd "$(dirname "$0")" && pwd)"
-[ -x "$BIN" ] && [ "$(cat "$BIN.version" 2>/dev/null)" = "$VERSION" ] && exit 0
-
-missing=()
-for cmd in curl unzip openssl; do command -v "$cmd" >/dev/null || missing+=("$cmd"); done
-if [ ${#missing[@]} -gt 0 ]; then
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -qq -y --no-install-recommends curl unzip ca-certificates >/dev/null
-fi
-GO="$("$HERE/go-toolchain.sh")"
-
-work="$(mktemp -d /tmp/lth-k6-build.XXXXXX)"
-trap 'rm -rf "$work"' EXIT
-cp "$HERE/go.mod" "$HERE/go.sum" "$work/"
-echo "k6: building $PKG@$VERSION with $("$GO" env GOVERSION) (Go module proxy)"
-# Module and build caches under /opt/lth/go (shared by the Go-built tools), not in $HOME.
-(cd "$work" && CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS=-mod=readonly \
-   GOMODCACHE=/opt/lth/go/mod GOCACHE=/opt/lth/go/cache \
-   "$GO" build -trimpath -ldflags "" -o "$work/k6" "$PKG")
-"$work/k6" version | grep -q "k6 $VERSION"
-install -D -m 0755 "$work/k6" "$BIN"
-echo "$VERSION" > "$BIN.version"
+source "$(dirname "$0")/../_lib/common.sh"
+source "$LTH_LIB/go.sh"
+go_install

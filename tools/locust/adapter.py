@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from pathlib import Path
 from urllib.parse import urlsplit
 
 import numpy as np
@@ -21,14 +20,11 @@ import numpy as np
 from harness.adapter import Metrics, ParseError, RunSpec, ToolAdapter, ToolOutput
 from harness.stats import latency_metrics
 
-VENV = Path("/opt/lth/locust/venv")        # install.sh and the Dockerfile both put it here
-LOCUST = str(VENV / "bin" / "locust")
 OUTPUT_PREFIX = "locust"                   # --csv and --json-file prefix inside spec.out_dir
 JSON_FILE = f"{OUTPUT_PREFIX}.json"        # Locust appends .json to --json-file
 
 
 class Locust(ToolAdapter):
-    version_command = [LOCUST, "--version"]
     timing_resolution_ms = 1  # percentiles: histogram buckets of whole ms below 100 ms
 
     def __init__(self, name: str = "locust", user_class: str = "FastUser", processes: int | None = None,
@@ -61,7 +57,7 @@ class Locust(ToolAdapter):
             path += f"?{url.query}"
         prefix = str(spec.out_dir / OUTPUT_PREFIX)
         argv = [
-            LOCUST, "-f", str(self.folder / "locustfile.py"), "--headless",
+            self.binary, "-f", str(self.folder / "locustfile.py"), "--headless",
             "-H", f"{url.scheme}://{url.netloc}", "--lth-path", path,
             "-u", str(spec.vus), "-r", str(spec.vus), "-t", f"{spec.duration_s}s",
             "--csv", prefix, "--json-file", prefix, "--only-summary",

@@ -9,14 +9,12 @@ import json
 
 from harness.adapter import Metrics, ParseError, RunSpec, ToolAdapter, ToolOutput
 
-OHA = "/opt/lth/cargo/bin/oha"    # install.sh and the Dockerfile both put it here
 REPORT = "oha.json"
 DEADLINE_ABORT = "aborted due to deadline"
 
 
 class Oha(ToolAdapter):
     name = "oha"
-    version_command = [OHA, "--version"]
     concurrency_model = "-c VUs keep-alive connections, -z duration, tokio worker threads = cores (oha's default)"
     timing_resolution_ms = 0.000001  # float seconds from Rust Durations (ns)
 
@@ -27,7 +25,7 @@ class Oha(ToolAdapter):
 
     def command(self, spec: RunSpec) -> list[str]:
         rate = ["-q", str(spec.rate_rps), "--latency-correction"] if spec.rate_rps else []
-        return [OHA, "--no-tui", "-c", str(spec.vus), "-z", f"{spec.duration_s}s", *rate,
+        return [self.binary, "--no-tui", "-c", str(spec.vus), "-z", f"{spec.duration_s}s", *rate,
                 "--output-format", "json", "-o", str(spec.out_dir / REPORT), spec.url]
 
     def parse(self, output: ToolOutput) -> Metrics:

@@ -38,7 +38,7 @@ def _ms(seconds) -> float | None:
 
 class Siege(ToolAdapter):
     name = "siege"
-    version_command = ["siege", "-V"]
+    version_args = ["-V"]
     concurrency_model = ("-c VUs users (one thread and one keep-alive connection each, via -R siegerc), "
                          "benchmark mode -b (no delay), -t duration")
     timing_resolution_ms = RESOLUTION_MS  # seconds with two decimals
@@ -49,7 +49,7 @@ class Siege(ToolAdapter):
 
     def command(self, spec: RunSpec) -> list[str]:
         return [
-            "siege", "-R", str(self.folder / SIEGERC), "-b", "-j",
+            self.binary, "-R", str(self.folder / SIEGERC), "-b", "-j",
             "-c", str(spec.vus), "-t", f"{spec.duration_s}S", spec.url,
         ]
 

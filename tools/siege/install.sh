@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Host install of siege (Debian package, 4.0.7 on Debian 12).
+# Install of siege (Debian package), on the host and in the image (tool.toml: package, binary).
 set -euo pipefail
-command -v siege >/dev/null && exit 0
-apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -qq -y --no-install-recommends siege
+source "$(dirname "$0")/../_lib/common.sh"
+apt_tool

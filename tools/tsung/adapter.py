@@ -82,7 +82,7 @@ def user_window(path: Path) -> tuple[list[float], list[float]]:
 
 class Tsung(ToolAdapter):
     name = "tsung"
-    version_command = ["tsung", "-v"]
+    version_args = ["-v"]
     reports_percentiles = False
     concurrency_model = ("arrival phase capped at maxnumber=VUs users (Poisson arrivals, all within ~1% of the "
                          "duration), each looping GETs without think time on one persistent connection until "

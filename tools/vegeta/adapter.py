@@ -16,24 +16,25 @@ import numpy as np
 from harness.adapter import Metrics, ParseError, RunSpec, ToolAdapter, ToolOutput
 from harness.stats import DEFINITION, latency_metrics
 
-BIN = "/opt/lth/bin/vegeta"
 RESULTS, REPORT, REQUESTS = "vegeta.bin", "vegeta-report.json", "vegeta-requests.csv.gz"
+
 
 # $1 url, $2 VUs, $3 duration (s), $4 output folder, $5 rate (0: closed model, else requests/s). The binary results file takes ~300 bytes per
 # request (it keeps every response's headers): it is reduced to the CSV (~10 bytes per request
 # gzipped) and removed. Written to disk during the attack, processed only after it.
-SCRIPT = f"""set -e
-printf 'GET %s\\n' "$1" | {BIN} attack -rate="$5" -workers="$2" -max-workers="$2" -max-connections="$2" \\
+def script(binary: str) -> str:
+    return f"""set -e
+printf 'GET %s\\n' "$1" | {binary} attack -rate="$5" -workers="$2" -max-workers="$2" -max-connections="$2" \\
   -duration="$3s" -timeout=10s -max-body=0 -output "$4/{RESULTS}"
-{BIN} report -type=json -output "$4/{REPORT}" "$4/{RESULTS}"
-{BIN} encode -to csv "$4/{RESULTS}" | cut -d, -f1-3 | gzip -1 > "$4/{REQUESTS}"
+{binary} report -type=json -output "$4/{REPORT}" "$4/{RESULTS}"
+{binary} encode -to csv "$4/{RESULTS}" | cut -d, -f1-3 | gzip -1 > "$4/{REQUESTS}"
 rm -f "$4/{RESULTS}"
 """
 
 
 class Vegeta(ToolAdapter):
     name = "vegeta"
-    version_command = [BIN, "-version"]
+    version_args = ["-version"]
     concurrency_model = ("-rate=0 (no pacing) with -workers = -max-workers = VUs, each one request at a time, "
                          "on a shared keep-alive pool capped at VUs connections (-max-connections)")
     timing_resolution_ms = 0.000001  # ns in its CSV
@@ -43,7 +44,7 @@ class Vegeta(ToolAdapter):
                   "worker and latency counts from the actual send")
 
     def command(self, spec: RunSpec) -> list[str]:
-        return ["sh", "-c", SCRIPT, "vegeta", spec.url, str(spec.vus), str(spec.duration_s), str(spec.out_dir),
+        return ["sh", "-c", script(self.binary), "vegeta", spec.url, str(spec.vus), str(spec.duration_s), str(spec.out_dir),
                 str(spec.rate_rps or 0)]
 
     def parse(self, output: ToolOutput) -> Metrics:

@@ -73,7 +73,7 @@ def _line(stdout: str, marker: str) -> str:
 
 class Wrk(ToolAdapter):
     name = "wrk"
-    version_command = ["wrk", "-v"]
+    version_args = ["-v"]
     # The study ran wrk with threads = connections. wrk is an event loop per thread and its own
     # docs advise about one thread per core; 1000 threads on 2 cores measures the scheduler, not
     # wrk. So: threads = min(VUs, cores), connections = VUs (each held open for the whole run).
@@ -89,7 +89,7 @@ class Wrk(ToolAdapter):
     def command(self, spec: RunSpec) -> list[str]:
         threads = max(1, min(spec.vus, spec.cpus))
         return [
-            "wrk", f"-t{threads}", f"-c{spec.vus}", f"-d{spec.duration_s}s", "--timeout", "10s",
+            self.binary, f"-t{threads}", f"-c{spec.vus}", f"-d{spec.duration_s}s", "--timeout", "10s",
             "-s", str(self.folder / "report.lua"), spec.url,
         ]
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Host install of wrk (Debian package).
+# Install of wrk (Debian package), on the host and in the image (tool.toml: package, binary).
 set -euo pipefail
-command -v wrk >/dev/null && exit 0
-apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -qq -y --no-install-recommends wrk netbase
+source "$(dirname "$0")/../_lib/common.sh"
+apt_tool netbase

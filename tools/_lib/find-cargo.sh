@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Prints a cargo whose rustc is new enough (>= 1.88) for oha/drill, installing Debian's
-# cargo-web/rustc-web (1.96 in bookworm-security; 1.85 in plain bookworm is too old) if needed.
+# Prints a cargo whose rustc is new enough (>= 1.88: edition 2024) for the pinned oha and drill,
+# installing Debian's cargo-web/rustc-web (1.96 in bookworm-security; 1.85 in plain bookworm is too old) if needed.
 set -euo pipefail
 MIN=1.88
 new_enough() {  # $1 = cargo binary

@@ -3,8 +3,8 @@
 # from the Go module proxy: module golang.org/toolchain, the same archive `GOTOOLCHAIN=<version>`
 # downloads. No go.dev download, no Debian golang (bookworm's 1.19 is too old for these tools).
 # The archive is checked against its go.sum hash (h1:..., as recorded in sum.golang.org).
-# Identical copies live in tools/{hey,vegeta,bombardier,k6}/: a Docker build context holds only its
-# own tool folder, and identical copies let Docker's build cache share the toolchain layer.
+# Shared by the Go-built tools (hey, vegeta, bombardier, k6): their Dockerfiles run it in an
+# identical first layer, so Docker's build cache fetches the toolchain once.
 set -eu
 GO_VERSION=go1.26.8
 ROOT=/opt/lth/go/$GO_VERSION
@@ -15,8 +15,11 @@ case "$(uname -m)" in
   aarch64|arm64) ARCH=arm64; H1='h1:sYL/O6MqS68ML0kjsQ36WoYIpJqkw60TxizWUYUKQMc=' ;;
   *) echo "go-toolchain.sh: no pinned Go toolchain for $(uname -m)" >&2; exit 1 ;;
 esac
-for cmd in curl unzip openssl sha256sum; do
-  command -v "$cmd" >/dev/null || { echo "go-toolchain.sh: needs $cmd (apt-get install curl unzip ca-certificates)" >&2; exit 1; }
+for cmd in curl unzip openssl; do
+  command -v "$cmd" >/dev/null && continue
+  apt-get update -qq >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -qq -y --no-install-recommends curl unzip openssl ca-certificates >&2
+  break
 done
 # The first proxy of GOPROXY, if one is set (e.g. a company mirror); else the public proxy.
 PROXY=$(printf '%s' "${GOPROXY:-}" | cut -d, -f1 | cut -d'|' -f1)

@@ -1,0 +1,244 @@
+"""The host runtime with Nginx on another machine (``--target-host ssh://user@host``).
+
+Tools run here as plain processes, as in the host runtime; Nginx runs on the other host, started
+over ssh with the same config (harness/target.py stage), bound to the host's address only and
+only while the suite lasts. The load crosses the real network between the two machines.
+
+    this machine (tools, RTT probe)  ---- real network ---->  other host: nginx -p /tmp/lth-target-*/
+
+Each figure is measured on one side, so the two clocks never meet: latencies, RPS and the RTT on
+the generator's clock, the request count by Nginx's own counter (stub_status, read before and
+after the run). Not supported yet (such runs become rows with status unsupported): RTT shaping
+(scenarios above the native hop) and the stall test; target CPU is not sampled (it is remote).
+"""
+from __future__ import annotations
+
+import io
+import os
+import re
+import secrets
+import shlex
+import tarfile
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+from harness import PREFIX
+from harness.adapter import ToolAdapter
+from harness.cleanup import signals_deferred
+from harness.cpus import CpuSplit
+from harness.errors import HarnessError
+from harness.rtt_probe import probe
+from harness.runtimes.base import Runtime, Session, run, undone_on_error
+from harness.runtimes.host import HostSession, local_problems
+from harness.scenarios import Scenario
+from harness.ssh import SshHost, parse_ssh_url
+from harness.target import Target, stage
+
+START_TIMEOUT_S = 60
+RTT_PROBES = 50
+
+# Started in the background so the ssh session ends; it waits for Nginx's pid file so a bind error
+# (port taken) comes back as Nginx's own message.
+START_SCRIPT = """set -e
+d={workdir}
+command -v nginx >/dev/null || {{ echo "nginx is not installed on $(hostname): apt-get install nginx" >&2; exit 3; }}
+mkdir -m 700 "$d"
+tar -C "$d" -xf -
+chmod 755 "$d"
+setsid nginx -p "$d/" -c "$d/nginx.conf" >"$d/nginx.log" 2>&1 </dev/null &
+i=0
+while [ ! -s "$d/nginx.pid" ] && kill -0 $! 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done
+kill -0 $! 2>/dev/null || {{ tail -n 3 "$d/nginx.log" >&2; exit 5; }}
+"""
+# Finds the master by its prefix argument: the pattern is written with `$d` unexpanded, so it
+# does not match this script's own command line.
+STOP_SCRIPT = """d={workdir}
+case "$d" in /tmp/{prefix}-target-*) ;; *) echo "refusing to remove $d" >&2; exit 2;; esac
+for master in $(pgrep -f "nginx -p $d/"); do
+  workers=$(pgrep -P "$master" || true)
+  kill -TERM "$master" 2>/dev/null
+  i=0
+  while kill -0 "$master" 2>/dev/null && [ $i -lt 50 ]; do sleep 0.2; i=$((i+1)); done
+  kill -KILL "$master" $workers 2>/dev/null
+done
+rm -rf "$d"
+[ ! -e "$d" ]
+"""
+FACTS_SCRIPT = """addr={address}
+echo "hostname=$(hostname)"
+echo "kernel=$(uname -r)"
+echo "os=$(. /etc/os-release 2>/dev/null; echo "$PRETTY_NAME")"
+echo "cpu_model=$(awk -F': ' '/^model name/ {{print $2; exit}}' /proc/cpuinfo)"
+echo "cores=$(nproc)"
+echo "memory_kib=$(awk '/^MemTotal/ {{print $2}}' /proc/meminfo)"
+dev=$(ip -o addr show to "$addr" 2>/dev/null | awk '{{print $2; exit}}')
+echo "nic=$dev"
+echo "nic_speed_mbps=$(cat /sys/class/net/$dev/speed 2>/dev/null)"
+echo "nginx_version=$(nginx -v 2>&1)"
+echo "user=$(id -un)"
+"""
+# What a killed harness left there (clean-state --target-host); the pattern is written with `$p`
+# unexpanded so that it does not match this script's own command line.
+CLEAN_SCRIPT = """p={prefix}
+for master in $(pgrep -f "nginx -p /tmp/$p-target-"); do
+  kill -KILL $(pgrep -P "$master") "$master" 2>/dev/null && echo "nginx $master and its workers"
+done
+for d in /tmp/$p-target-*; do
+  [ -e "$d" ] && rm -rf "$d" && echo "folder $d"
+done
+true
+"""
+CHECK_SCRIPT = 'command -v nginx >/dev/null || echo "nginx missing"; [ "$(id -u)" = 0 ] || echo "not root"; true'
+
+
+def _number(text: str | None) -> int | None:
+    return int(text) if text and re.fullmatch(r"\d+", text) else None
+
+
+def host_facts(lines: str) -> dict:
+    """FACTS_SCRIPT's key=value lines as environment.json records a machine."""
+    raw = dict(line.split("=", 1) for line in lines.splitlines() if "=" in line)
+    memory = _number(raw.get("memory_kib"))
+    return {"hostname": raw.get("hostname"), "kernel": raw.get("kernel"), "os": raw.get("os"),
+            "cpu_model": raw.get("cpu_model") or None, "cores": _number(raw.get("cores")),
+            "memory_gib": round(memory / 1024**2, 1) if memory else None,
+            "nic": raw.get("nic") or None, "nic_speed_mbps": _number(raw.get("nic_speed_mbps")),
+            "nginx_version": raw.get("nginx_version"), "ssh_user": raw.get("user")}
+
+
+def route_device(address: str) -> str:
+    """This machine's interface towards ``address`` (where the generator's packets leave)."""
+    match = re.search(r"\bdev (\S+)", run(["ip", "route", "get", address], check=False).stdout)
+    if not match:
+        raise HarnessError(f"no route from this machine to {address}: check the network to the target host")
+    return match.group(1)
+
+
+def nic_speed_mbps(device: str) -> int | None:
+    """The link speed the kernel reports (virtual and some wireless devices have none)."""
+    try:
+        return _number(Path(f"/sys/class/net/{device}/speed").read_text().strip())
+    except OSError:
+        return None
+
+
+def remote_split(cpus_target: str | None, cpus_tool: str | None) -> CpuSplit:
+    """With the target on another machine the tool may use every CPU here."""
+    if cpus_target or cpus_tool:
+        raise HarnessError("--cpus-target/--cpus-tool split this machine's CPUs between Nginx and the tool; with "
+                           "--target-host Nginx runs on the other host: leave them out")
+    return CpuSplit(tuple(sorted(os.sched_getaffinity(0))),
+                    reason="target on another host (--target-host): the tool may use every CPU here")
+
+
+def clean_remote(url: str) -> list[str]:
+    """Remove the Nginx processes and folders a killed harness left on ``url``'s host."""
+    host = parse_ssh_url(url)
+    return [f"{line} on {host.url}" for line in host.text(CLEAN_SCRIPT.format(prefix=PREFIX)).splitlines() if line]
+
+
+class RemoteNginx:
+    """Nginx in a fresh /tmp/lth-target-* folder on the other host, named here so that it can be
+    stopped and removed even when its start was interrupted half-way."""
+
+    def __init__(self, host: SshHost):
+        self.host = host
+        self.workdir = f"/tmp/{PREFIX}-target-{secrets.token_hex(6)}"
+        self.started = False
+
+    def start(self) -> None:
+        self.started = True
+        with tempfile.TemporaryDirectory(prefix=f"{PREFIX}-stage-") as staging:
+            stage(Path(staging), listen_address=self.host.address)
+            bundle = io.BytesIO()
+            with tarfile.open(fileobj=bundle, mode="w") as tar:
+                tar.add(staging, arcname=".")
+        self.host.run(START_SCRIPT.format(workdir=shlex.quote(self.workdir)), stdin=bundle.getvalue(),
+                      timeout=START_TIMEOUT_S)
+
+    def stop(self) -> None:
+        if self.started:
+            self.host.run(STOP_SCRIPT.format(workdir=shlex.quote(self.workdir), prefix=PREFIX), timeout=60)
+            self.started = False
+
+    def log(self) -> str:
+        result = self.host.run(f"cat {shlex.quote(self.workdir)}/nginx.log", check=False)
+        return result.stdout.decode(errors="replace")
+
+
+class RemoteTargetSession(HostSession):
+    def __init__(self, target: Target, split: CpuSplit, nginx: RemoteNginx, device: str):
+        super().__init__(target, split, nginx_pid=0)
+        # Shaping and the stall test are refused (unsupported_reason): nothing runs on the target's side here.
+        self.shape_netns, self.target_netns, self.shape_device = [], [], ""
+        self.capture_device = device
+        self.explicit_target = target.host
+        self._remote_nginx = nginx
+
+    def target_pids(self) -> set[int]:
+        return set()    # on the other host: not sampled
+
+    def save_logs(self, run_dir: Path) -> None:
+        (run_dir / "nginx.log").write_text(self._remote_nginx.log())
+
+
+class RemoteTargetRuntime(Runtime):
+    name = "host"
+
+    def __init__(self, url: str):
+        self.remote = parse_ssh_url(url)
+        self._nginx = RemoteNginx(self.remote)
+        self.target = Target(self.remote.address)
+        self._rtt: dict | None = None
+
+    def problems(self, adapters: list[ToolAdapter]) -> list[str]:
+        found = local_problems(adapters, ("ip", "top", "ssh"))
+        if found and any("'ssh'" in p for p in found):
+            return found
+        try:
+            answer = self.remote.text(CHECK_SCRIPT, timeout=30)
+        except HarnessError as exc:
+            return [*found, f"{exc} (the harness needs key-based ssh there, no password prompt)"]
+        if "nginx missing" in answer:
+            found.append(f"nginx is not installed on {self.remote.url}: apt-get install nginx there")
+        if "not root" in answer:
+            found.append(f"{self.remote.url}: Nginx must bind port 80 there: log in as root (ssh://root@...)")
+        return found
+
+    def __enter__(self) -> "RemoteTargetRuntime":
+        with undone_on_error(self):
+            self._nginx.start()
+            self.target.wait_ready()
+            self._rtt = probe(self.target.host, self.target.port, self.target.path, RTT_PROBES)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        with signals_deferred():
+            self._nginx.stop()
+
+    @contextmanager
+    def session(self, adapter: ToolAdapter) -> Iterator[Session]:
+        yield RemoteTargetSession(self.target, self.split, self._nginx, route_device(self.target.host))
+
+    def describe(self) -> dict:
+        device = route_device(self.remote.address)
+        facts = host_facts(self.remote.text(FACTS_SCRIPT.format(address=shlex.quote(self.remote.address))))
+        return {"target": f"nginx on {self.remote.url}, bound to {self.remote.address}:80, started over ssh",
+                "nginx_version": facts["nginx_version"],
+                "target_host": {"url": self.remote.url, "address": self.remote.address, **facts},
+                "generator_nic": device, "generator_nic_speed_mbps": nic_speed_mbps(device)}
+
+    def started_facts(self) -> dict:
+        """The RTT between the hosts: HTTP keep-alive GETs of the target file (harness/rtt_probe.py)
+        from here to the other host's Nginx, before any run."""
+        return {"rtt_between_hosts": {**(self._rtt or {}), "method": "harness/rtt_probe.py: keep-alive GETs"}}
+
+    def unsupported_reason(self, scenario: Scenario) -> str | None:
+        if scenario.needs_shaping:
+            return (f"RTT shaping with --target-host is not supported yet (the scenario asks for {scenario.rtt_ms:g} ms): "
+                    "with a target on another host only scenarios on the native network (rtt_ms <= 0.5) run")
+        if scenario.stall_ms is not None:
+            return "the stall test freezes Nginx's processes, which are on another host with --target-host: not supported yet"
+        return None

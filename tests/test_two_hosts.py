@@ -1,0 +1,82 @@
+"""--target-host without a second host: parsing, the safety rule, the bound config, refusals."""
+import pytest
+
+from conftest import harness
+from harness.errors import HarnessError
+from harness.runtimes.remote import host_facts, remote_split
+from harness.ssh import SshHost, parse_ssh_url
+from harness.target import ensure_allowed, stage
+
+
+def test_an_ssh_url_names_user_host_port_and_the_address_the_load_goes_to():
+    host = parse_ssh_url("ssh://root@192.0.2.7:2222")
+    assert (host.user, host.host, host.port, host.address) == ("root", "192.0.2.7", 2222, "192.0.2.7")
+    assert parse_ssh_url("ssh://localhost").address == "127.0.0.1"
+
+
+@pytest.mark.parametrize("text", ["root@192.0.2.7", "my-context", "ssh://", "ssh://h/path", "ssh://h:port"])
+def test_anything_else_is_refused_with_the_form_to_use(text):
+    with pytest.raises(HarnessError, match="--target-host"):
+        parse_ssh_url(text)
+
+
+def test_ssh_never_prompts_and_uses_the_given_config(monkeypatch):
+    monkeypatch.delenv("LTH_SSH_CONFIG", raising=False)
+    argv = SshHost("ssh://u@h", "h", "192.0.2.7", user="u", port=22).argv("echo 'a b'")
+    assert argv[:1] == ["ssh"] and "BatchMode=yes" in argv and "-F" not in argv
+    assert argv[-3:] == ["h", "--", "sh -c 'echo '\"'\"'a b'\"'\"''"]
+    monkeypatch.setenv("LTH_SSH_CONFIG", "/x/ssh_config")
+    assert SshHost("ssh://h", "h", "192.0.2.7").argv("true")[1:3] == ["-F", "/x/ssh_config"]
+
+
+def test_the_explicit_target_address_is_allowed_and_nothing_else():
+    ensure_allowed("192.0.2.7", explicit="192.0.2.7")
+    for other in ("192.0.2.8", "example.org"):
+        with pytest.raises(HarnessError, match="refusing"):
+            ensure_allowed(other, explicit="192.0.2.7")
+    with pytest.raises(HarnessError, match="refusing"):
+        ensure_allowed("192.0.2.7")                  # the next run, without --target-host
+
+
+def test_a_remote_nginx_listens_on_its_address_only(tmp_path):
+    (tmp_path / "remote").mkdir()
+    stage(tmp_path / "remote", listen_address="192.0.2.7")
+    conf = (tmp_path / "remote" / "nginx.conf").read_text()
+    assert "listen 192.0.2.7:80 backlog=8192;" in conf and "listen 80" not in conf
+    (tmp_path / "local").mkdir()
+    stage(tmp_path / "local")
+    assert "listen 80 backlog=8192;" in (tmp_path / "local" / "nginx.conf").read_text()
+    assert (tmp_path / "local" / "html" / "style.css").is_file()
+
+
+def test_remote_facts_are_parsed_and_missing_ones_are_empty():
+    facts = host_facts("hostname=b\nkernel=6.1\ncores=8\nmemory_kib=16384000\nnic=eth1\nnic_speed_mbps=-1\n")
+    assert facts["cores"] == 8 and facts["memory_gib"] == 15.6 and facts["nic"] == "eth1"
+    assert facts["nic_speed_mbps"] is None and facts["cpu_model"] is None
+
+
+def test_the_tool_gets_every_cpu_here_and_a_split_is_refused():
+    assert not remote_split(None, None).isolated
+    with pytest.raises(HarnessError, match="--target-host"):
+        remote_split("0", None)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--runtime", "docker"], "--target-host is not supported with --runtime docker yet: use --runtime host"),
+    (["--runtime", "host", "--cpus-target", "0"], "leave them out"),
+    (["--runtime", "host", "--generator-host", "ssh://root@198.18.2.2"],
+     "--generator-host is not supported yet: run the harness on the generator machine with --target-host"),
+])
+def test_unsupported_combinations_get_one_line_and_status_2(args, message):
+    result = harness("run", "--target-host", "ssh://root@198.18.2.2", "--tools", "wrk", *args, timeout=60)
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and message in result.stderr, result.stderr
+
+
+def test_a_host_ssh_cannot_reach_stops_before_any_run(tmp_path, monkeypatch):
+    monkeypatch.setenv("LTH_SSH_CONFIG", str(tmp_path / "no-such-ssh_config"))   # ssh fails at once
+    result = harness("run", "--runtime", "host", "--target-host", "ssh://root@198.18.2.2", "--tools", "wrk",
+                     "--scenarios", "scenarios/shootout.yaml:vu20-rtt0.1", "--results-root", str(tmp_path), timeout=60)
+    assert result.returncode == 2
+    assert "ssh://root@198.18.2.2: ssh failed" in result.stderr and "key-based ssh" in result.stderr
+    assert not (tmp_path / "latest").exists()

@@ -1,0 +1,57 @@
+"""tools/<id>/tool.toml is the one place a tool's version and install paths live: the README's table,
+install.sh (through tools/_lib/common.sh, in bash) and the adapter all read it."""
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from harness import TOOLS_DIR
+from harness.adapter import read_manifest
+from harness.readme_tools import README, with_tool_table
+from harness.registry import discover
+
+FOLDERS = sorted(p.parent for p in TOOLS_DIR.glob("*/adapter.py"))
+KINDS = {"apt", "go", "cargo", "npm", "pip", "maven"}
+HOME_KINDS = {"npm", "pip", "maven"}       # installed as a folder: the adapter builds paths under home
+
+
+def test_the_readme_tool_table_is_the_one_the_manifests_give():
+    text = README.read_text()
+    assert with_tool_table(text) == text, "README.md's tool table disagrees with tools/*/tool.toml: make readme-tools"
+
+
+def test_the_readme_table_names_every_tool_id():
+    text = README.read_text()
+    assert all(f"`{name}`" in text for name in discover())
+
+
+@pytest.mark.parametrize("folder", FOLDERS, ids=lambda p: p.name)
+def test_every_tool_folder_has_a_manifest(folder: Path):
+    manifest = read_manifest(folder)
+    assert manifest["kind"] in KINDS
+    assert {"version", "origin", "package", "binary", "concurrency", "figures"} <= set(manifest)
+    assert ("home" in manifest) == (manifest["kind"] in HOME_KINDS)
+
+
+@pytest.mark.parametrize("folder", FOLDERS, ids=lambda p: p.name)
+def test_bash_reads_the_manifest_as_tomllib_does(folder: Path):
+    manifest = read_manifest(folder)
+    script = f'source "{TOOLS_DIR}/_lib/common.sh"; ' + "; ".join(f"manifest_get {key}" for key in manifest)
+    # common.sh takes the tool's folder from the script sourcing it: under `bash -c`, the working folder.
+    result = subprocess.run(["bash", "-c", script], capture_output=True, text=True, cwd=folder, check=True)
+    assert result.stdout.splitlines() == list(manifest.values())
+
+
+@pytest.mark.parametrize("folder", FOLDERS, ids=lambda p: p.name)
+def test_the_version_is_written_only_in_the_manifest(folder: Path):
+    version = read_manifest(folder)["version"]
+    for path in [folder / "install.sh", folder / "Dockerfile", *(TOOLS_DIR / "_lib").iterdir()]:
+        assert version not in path.read_text(), f"{path} repeats {folder.name}'s version {version}: read tool.toml"
+
+
+def test_adapters_take_install_paths_from_the_manifest():
+    for path in TOOLS_DIR.glob("*/adapter.py"):
+        assert "/opt/lth" not in path.read_text(), f"{path}: install paths come from tool.toml (self.binary, self.home)"
+    adapters = discover()
+    assert adapters["k6"].version_command == ["/opt/lth/bin/k6", "version"]
+    assert adapters["locust-http"].home == Path("/opt/lth/locust")
