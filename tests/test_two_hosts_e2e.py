@@ -16,9 +16,9 @@ from conftest import REPO, harness, require_root_tools
 from harness.ssh import SSH_CONFIG_ENV
 from harness.testhost import REMOTE_IP, missing, second_host
 
-pytestmark = pytest.mark.e2e
 SCENARIO = "scenarios/shootout.yaml:vu20-rtt0.1"
 TOOLS = ("wrk", "ab", "k6", "jmeter")
+pytestmark = [pytest.mark.e2e, pytest.mark.tools(*TOOLS)]
 
 
 @pytest.fixture
