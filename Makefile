@@ -55,12 +55,11 @@ test:
 	NEED_BROWSER=1 NEED_SSHD=1 scripts/deps.sh $(TEST_TOOLS)
 	LTH_TEST_TOOLS=all $(PY) -m pytest -q -rs tests
 
-# The quick loop: no root, Docker, tools or network (only the venv is made, if missing); on every CPU
-# where the venv has pytest-xdist (pip install -e '.[test]'), a file per worker (a module's fixture runs once).
-XDIST = $(shell $(PY) -c 'import xdist' 2>/dev/null && printf '%s' '-n auto --dist loadfile')
+# The quick loop: no root, Docker, tools or network (only the venv is made or updated); a test file
+# per CPU (pytest-xdist; a module's fixture runs once).
 test-unit:
-	@test -x $(PY) || DEPS_VENV_ONLY=1 scripts/deps.sh
-	$(PY) -m pytest -q -rs -m "not e2e" $(XDIST) tests
+	@DEPS_VENV_ONLY=1 scripts/deps.sh
+	$(PY) -m pytest -q -rs -m "not e2e" -n auto --dist loadfile tests
 
 # The end-to-end tests of the selected tools only (TOOLS=wrk,ab; all: every end-to-end test).
 test-e2e:
