@@ -56,10 +56,11 @@ test:
 	LTH_TEST_TOOLS=all $(PY) -m pytest -q -rs tests
 
 # The quick loop: no root, Docker, tools or network (only the venv is made or updated); a test file
-# per CPU (pytest-xdist; a module's fixture runs once).
+# per worker (pytest-xdist; a module's fixture runs once), one worker more than CPUs because many
+# unit tests wait (top's 1 s frames, a fake tool's start-up) rather than compute.
 test-unit:
 	@DEPS_VENV_ONLY=1 scripts/deps.sh
-	$(PY) -m pytest -q -rs -m "not e2e" -n auto --dist loadfile tests
+	$(PY) -m pytest -q -rs -m "not e2e" -n $$(( $$(nproc) + 1 )) --dist loadfile tests
 
 # The end-to-end tests of the selected tools only (TOOLS=wrk,ab; all: every end-to-end test).
 test-e2e:
