@@ -2,6 +2,7 @@
 should fail in the first second, not after three hours."""
 from __future__ import annotations
 
+import json
 import os
 import resource
 import shutil
@@ -11,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from harness.errors import HarnessError
 from harness.results import ResultsFolder
+from harness.ssh import parse_ssh_url
 
 if TYPE_CHECKING:
     from harness.runner import Plan
@@ -64,7 +66,18 @@ def _resumable(plan: "Plan") -> str | None:
         ResultsFolder.open(plan.resume, plan.runtime)
     except HarnessError as exc:
         return str(exc)
-    return None
+    return _other_target(plan)
+
+
+def _other_target(plan: "Plan") -> str | None:
+    """The runs a resume adds must hit the target the folder's finished runs hit (--target-host)."""
+    recorded = json.loads((plan.resume / "environment.json").read_text()).get("target_host") or {}
+    asked = parse_ssh_url(plan.target_host).address if plan.target_host else None
+    if recorded.get("address") == asked:
+        return None
+    was = f"--target-host {recorded['url']}" if recorded.get("url") else "a target on this machine"
+    return (f"cannot resume {plan.resume}: it was measured against {was}; "
+            f"resume it with the same target, or start a new results folder")
 
 
 def check(plan: "Plan", runtime: "Runtime") -> None:
