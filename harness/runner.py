@@ -215,8 +215,9 @@ def _summarise(row: RunRow, all_cpus: int) -> None:
                       f"mem {row.mem_avg_mb or 0:.1f} MiB"
                       + (f", wire: {row.wire_requests:,} requests, p50 {_ms(row.wire_p50_ms)} ms"
                          if row.wire_requests is not None else ""))
-        console.print(f"   CPU: tool {_pct(row.cpu_avg_pct)} on {row.cpus_tool or 'all CPUs'}, target "
-                      f"{_pct(row.target_cpu_pct)} on {row.cpus_target or 'all CPUs'}: limited by "
+        target = ("target not sampled" if row.target_cpu_pct is None else
+                  f"target {_pct(row.target_cpu_pct)} on {row.cpus_target or 'all CPUs'}")
+        console.print(f"   CPU: tool {_pct(row.cpu_avg_pct)} on {row.cpus_tool or 'all CPUs'}, {target}: limited by "
                       f"{bottleneck.limited_by(row, all_cpus)}")
     else:
         console.print(f"   [red]{row.status}[/]: {row.error}")
