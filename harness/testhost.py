@@ -26,6 +26,7 @@ from typing import IO, Iterator
 from harness import PREFIX
 from harness.cleanup import signals_deferred
 from harness.errors import HarnessError
+from harness.execution import signal_pids
 from harness.runtimes.base import run
 from harness.runtimes.host import veth_namespace
 from harness.ssh import SshHost
@@ -118,14 +119,10 @@ def _wait_for_sshd(proc: subprocess.Popen, log: Path) -> None:
 
 def _kill_namespace_processes(netns: str) -> None:
     for _ in range(50):
-        pids = [int(p) for p in run(["ip", "netns", "pids", netns], check=False).stdout.split()]
+        pids = {int(p) for p in run(["ip", "netns", "pids", netns], check=False).stdout.split()}
         if not pids:
             return
-        for pid in pids:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        signal_pids(pids, signal.SIGKILL)
         time.sleep(0.1)
 
 
