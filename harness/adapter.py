@@ -23,6 +23,7 @@ class RunSpec:
     out_dir: Path     # the run's folder; the same absolute path inside a container
     cpus: int         # cores the generator may use
     rate_rps: int | None = None  # open model: send at this arrival rate, vus capping connections (issue 13)
+    per_request: bool = False    # one of several generators: keep what latency_histogram() needs
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,15 @@ class Metrics(Figures):
     load_start_s: float | None = None
     source: str = ""                  # how the figures were obtained, kept in the results
     notes: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class LatencyHistogram:
+    """A run's latencies as {ms: requests}, for merging several generators' runs (harness/multigen.py)."""
+
+    counts: dict[float, int]
+    total: int          # requests it stands for; above sum(counts): only the lowest latencies are known
+    source: str         # where it came from
 
 
 class ParseError(Exception):
@@ -126,6 +136,12 @@ class ToolAdapter(ABC):
     @abstractmethod
     def parse(self, output: ToolOutput) -> Metrics:
         """Turn the tool's output into metrics; raise ParseError when it cannot."""
+
+    def latency_histogram(self, output: ToolOutput) -> LatencyHistogram | None:
+        """Every request's latency as a histogram, from the tool's own histogram or per-request log
+        (None: the tool has neither, so merged runs keep counts only). A tool may need
+        RunSpec.per_request set in command() to write it."""
+        return None
 
     @property
     def version_command(self) -> list[str]:

@@ -61,8 +61,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--target-host", metavar="ssh://[USER@]HOST[:PORT]",
                      help="run Nginx on that machine (started over ssh, bound to its address) and load it over the "
                           "real network from here; --runtime host only (README: Two machines)")
-    run.add_argument("--generator-host", metavar="ssh://[USER@]HOST[:PORT]",
-                     help="run the tools on that machine: not supported yet (run the harness there with --target-host)")
+    run.add_argument("--generator-host", metavar="ssh://[USER@]HOST[:PORT][,...]",
+                     help="run the tools on that machine (with --target-host); several, comma-separated: every run is "
+                          "split evenly over them and merged into one row (README: Two machines)")
     run.add_argument("--cpus-target", metavar="LIST", help="CPUs for Nginx (e.g. 0 or 0-1; default: the first half)")
     run.add_argument("--cpus-tool", metavar="LIST", help="CPUs for the load generator (default: the CPUs the target has not)")
     run.add_argument("--no-isolation", action="store_true",
@@ -74,19 +75,29 @@ def build_parser() -> argparse.ArgumentParser:
     clean = commands.add_parser("clean-state", help="remove namespaces, containers, networks and proxies a killed run left")
     clean.add_argument("--target-host", metavar="ssh://[USER@]HOST[:PORT]",
                        help="also remove the Nginx and /tmp/lth-target-* folders a killed run left on that host")
+    clean.add_argument("--generator-host", metavar="ssh://[USER@]HOST[:PORT][,...]",
+                       help="also stop the tools and remove the /tmp/lth-generator-* folders a killed run left there")
     return parser
 
 
+def _generator_hosts(text: str | None) -> tuple[str, ...]:
+    hosts = tuple(filter(None, (h.strip() for h in (text or "").split(","))))
+    if len(set(hosts)) != len(hosts):
+        raise HarnessError(f"--generator-host {text}: a host is named twice; name each generator host once")
+    return hosts
+
+
 def _run(args: argparse.Namespace) -> int:
-    if args.generator_host:
-        raise HarnessError("--generator-host is not supported yet: run the harness on the generator machine "
-                           "with --target-host ssh://root@<target machine> instead (the same two-machine measurement)")
+    generators = _generator_hosts(args.generator_host)
+    if generators and (args.capture or args.keep_pcap):
+        raise HarnessError("--capture records packets on this machine's side of the link; with --generator-host the "
+                           "tools run elsewhere: leave out --capture (or run the harness on the generator host)")
     plan = Plan(runtime=args.runtime, tools=registry.select(args.tools),
                 scenarios=scenarios.select(args.scenarios, args.duration), results_root=args.results_root,
                 shaper=args.shaper, resume=args.resume, force=args.force, grace_s=args.grace,
                 allow_external_target=args.allow_external_target, repeat=args.repeat,
                 capture=args.capture or args.keep_pcap, keep_pcap=args.keep_pcap,
-                target_host=args.target_host, split=_split(args))
+                target_host=args.target_host, generator_hosts=generators, split=_split(args))
     folder, rows = run_suite(plan)
     failed = [r for r in rows if r.status != "ok"]
     print(f"\n{len(rows) - len(failed)} of {len(rows)} runs ok; results in {folder.path}")
@@ -99,7 +110,7 @@ def _run(args: argparse.Namespace) -> int:
 def _split(args: argparse.Namespace) -> CpuSplit:
     if args.target_host:
         from harness.runtimes.remote import remote_split
-        return remote_split(args.cpus_target, args.cpus_tool)
+        return remote_split(args.cpus_target, args.cpus_tool, _generator_hosts(args.generator_host))
     return choose_split(not args.no_isolation, args.cpus_target, args.cpus_tool)
 
 
@@ -119,6 +130,11 @@ def _clean_state(args: argparse.Namespace) -> int:
     if args.target_host:    # first: ssh may need what the local sweep removes
         from harness.runtimes.remote import clean_remote
         removed += clean_remote(args.target_host)
+    if args.generator_host:
+        from harness.runtimes.generator import clean_generator
+        from harness.ssh import parse_ssh_url
+        for url in _generator_hosts(args.generator_host):
+            removed += clean_generator(parse_ssh_url(url, "--generator-host"))
     removed += clean_state()
     print("\n".join(f"removed {item}" for item in removed) or "nothing to clean")
     return 0

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from harness.cleanup import signals_deferred
 from harness.runtimes.base import Session
-from harness.sampling import CpuFrame, PidSource, Sample, TopSampler, only_named
+from harness.sampling import CpuFrame, PidSource, Sample
 
 STDOUT, STDERR, SAMPLES = "stdout.txt", "stderr.txt", "samples.csv"
 
@@ -58,22 +58,23 @@ def execute(session: Session, argv: list[str], run_dir: Path, timeout_s: float,
     started, launched_at = time.monotonic(), time.time()
     timed_out = False
     with (run_dir / STDOUT).open("w") as out, (run_dir / STDERR).open("w") as err:
-        proc = session.popen(argv, out, err)
+        proc = session.popen(argv, out, err, run_dir)
         tool_pids = session.pids(proc)
-        sampled = only_named(tool_pids, sampled_process) if sampled_process else tool_pids
-        with TopSampler(sampled, others=others, check=session.memory_check) as sampler:
+        sampled = session.sampled_pids(proc, sampled_process)
+        with session.sampler(sampled, others or {}, session.memory_check) as sampler:
             try:
                 proc.wait(timeout=timeout_s)
             except subprocess.TimeoutExpired:
                 timed_out = True
-                stop_tool(proc, tool_pids())
+                session.stop(proc, tool_pids())
             except BaseException:        # Ctrl-C / SIGTERM: never leave the tool running
                 with signals_deferred():
-                    stop_tool(proc, tool_pids())
+                    session.stop(proc, tool_pids())
                 raise
-        sampler.write_csv(run_dir / SAMPLES)
-        for name in others or {}:
-            sampler.write_csv(run_dir / f"samples-{name}.csv", name)
+    session.finish(proc)    # before the output is read: a remote tool's files come back here
+    sampler.write_csv(run_dir / SAMPLES)
+    for name in others or {}:
+        sampler.write_csv(run_dir / f"samples-{name}.csv", name)
     return Execution(
         exit_code=proc.returncode,
         timed_out=timed_out,

@@ -79,6 +79,8 @@ class RunRow(Figures, RunSetup):
     stall_actual_ms: float | None = column("SIGSTOP to SIGCONT as it happened, ms (empty: the stall did not happen)")
     expected_p99_ms: float | None = column("p99 a tool timing from intended send times must report (stall.py)")
     expected_max_ms: float | None = column("max a tool timing from intended send times must report (stall.py)")
+    # Several generator hosts (issue 14): harness/multigen.py.
+    generators: int = column("generator hosts whose parts make this row (1: one tool process; more: merged)", 1)
 
 
 COLUMNS = [f.name for f in fields(RunRow)]

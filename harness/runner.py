@@ -18,17 +18,17 @@ from rich.console import Console
 
 from harness import PREFIX, bottleneck, environment
 from harness.cpus import CpuSplit, choose_split
-from harness.adapter import Metrics, RunSpec, ToolAdapter, ToolOutput, below_resolution
+from harness.adapter import LatencyHistogram, Metrics, RunSpec, ToolAdapter, ToolOutput, below_resolution
 from harness.capture import MISSING, Capture, tcpdump_missing
 from harness.errors import HarnessError
 from harness.execution import Execution, execute
 from harness.results import COLUMNS, ResultsFolder, RunRow, write_meta
 from harness.sampling import summarise
 from harness.shaping import ShaperChoice, choose_shaper, measure_rtt, netem_available, proxy_pids, rtt_ok, shaped
-from harness.runtimes import Runtime, make_runtime
+from harness.runtimes import Runtime, Session, make_runtime
 from harness.scenarios import Scenario
-from harness.target import ensure_allowed
-from harness import openmodel, preflight, stall
+from harness.target import Target, ensure_allowed
+from harness import multigen, openmodel, preflight, stall
 
 console = Console(highlight=False, soft_wrap=True)
 LOCK_FILE = Path(f"/tmp/{PREFIX}.lock")
@@ -48,6 +48,7 @@ class Plan:
     grace_s: float | None = None  # hang detection: seconds past the duration (default max(30, 50%))
     allow_external_target: bool = False
     target_host: str | None = None  # ssh://[user@]host[:port]: Nginx on another machine (harness/runtimes/remote.py)
+    generator_hosts: tuple[str, ...] = ()   # ssh:// URLs: the tools run there (harness/runtimes/generator.py)
     repeat: int = 1               # repetitions, interleaved: every tool once, then every tool again
     capture: bool = False         # record the tool's packets with tcpdump: wire_* columns
     keep_pcap: bool = False       # with capture: keep each run's pcap next to its output
@@ -194,6 +195,100 @@ def run_one(runtime: Runtime, adapter: ToolAdapter, scenario: Scenario, folder: 
     return row
 
 
+def run_merged(runtime: Runtime, adapter: ToolAdapter, scenario: Scenario, folder: ResultsFolder,
+               grace: float | None = None, allow_external_target: bool = False, repeat: int = 1) -> RunRow:
+    """One run spread over every generator host (harness/multigen.py): each part in
+    ``generator-<i>/`` with its own meta.json, the row merged from the parts."""
+    run_dir, row = _new_row(runtime, adapter, scenario, folder, repeat)
+    sessions = runtime.sessions(adapter)
+    row.generators = len(sessions)
+    meta: dict = {"concurrency_model": adapter.concurrency_model, "scenario": scenario.model_dump(), "parts": []}
+    try:
+        target = sessions[0].target
+        ensure_allowed(target.host, allow_external_target, sessions[0].explicit_target)
+        target.verify()
+        specs = [RunSpec(url=target.url, vus=vus, duration_s=scenario.duration_s, cpus=session.cpus, per_request=True,
+                         out_dir=run_dir / multigen.PART_DIR.format(index=i + 1))
+                 for i, (session, vus) in enumerate(zip(sessions, multigen.split_vus(scenario.vus, len(sessions))))]
+        parts = [_new_part(row, session, adapter, target, spec) for session, spec in zip(sessions, specs)]
+        grace = grace_s(scenario.duration_s, grace)
+        before = target.requests_served()
+        executions = multigen.execute_together([(s, adapter.command(spec), spec.out_dir) for s, spec in zip(sessions, specs)],
+                                               scenario.duration_s + grace, adapter.sampled_process)
+        row.server_requests = target.requests_served() - before - 1
+        sessions[0].save_logs(run_dir)
+        histograms = [_fill_part(part, adapter, spec, execution, grace, runtime, session)
+                      for part, spec, execution, session in zip(parts, specs, executions, sessions)]
+        _merge_parts(row, parts, histograms, [s.generator.ssh.url for s in sessions], meta)
+    except HarnessError as exc:
+        row.status, row.error = "failed", str(exc)
+    except Exception as exc:  # noqa: BLE001 - a bug or crash in one run must not sink the suite
+        row.status, row.error = "failed", f"harness error: {type(exc).__name__}: {exc}"
+        meta["traceback"] = traceback.format_exc()
+    write_meta(run_dir, row, meta)
+    return row
+
+
+def _new_part(row: RunRow, session: Session, adapter: ToolAdapter, target: Target, spec: RunSpec) -> RunRow:
+    spec.out_dir.mkdir(exist_ok=True)
+    part = RunRow(**{**{f.name: getattr(row, f.name) for f in fields(RunRow)}, "vus": spec.vus,
+                     "run_dir": str(Path(row.run_dir) / spec.out_dir.name)})
+    part.tool_version = session.version(adapter)
+    part.rtt_measured_ms = measure_rtt(session, target)
+    part.rtt_ok = rtt_ok(part.rtt_measured_ms, row.rtt_target_ms)
+    return part
+
+
+def _fill_part(part: RunRow, adapter: ToolAdapter, spec: RunSpec, execution: Execution | BaseException, grace: float,
+               runtime: Runtime, session: Session) -> LatencyHistogram | None:
+    """One generator's row (in its folder's meta.json) and its latency histogram."""
+    if isinstance(execution, BaseException):
+        part.status, part.error = "failed", f"{type(execution).__name__}: {execution}"
+        write_meta(spec.out_dir, part, {})
+        return None
+    meta = fill_metrics(part, adapter, spec, execution, grace)
+    meta.update(bottleneck.fill(part, execution, meta["load_window_s"], runtime.split, session.memory_check_name))
+    histogram = None
+    if part.status == "ok":
+        try:
+            histogram = adapter.latency_histogram(ToolOutput(spec, execution.stdout, execution.stderr,
+                                                             execution.exit_code or 0, execution.launched_at))
+        except Exception as exc:  # noqa: BLE001 - without it the merge keeps counts only
+            meta["notes"] = [*meta["notes"], f"no latency histogram: {type(exc).__name__}: {exc}"]
+    if histogram is not None:
+        multigen.write_histogram(histogram, spec.out_dir)
+    write_meta(spec.out_dir, part, meta)
+    return histogram
+
+
+def _merge_parts(row: RunRow, parts: list[RunRow], histograms: list, hosts: list[str], meta: dict) -> None:
+    failed = [(host, p) for host, p in zip(hosts, parts) if p.status != "ok"]
+    row.tool_version = " / ".join(dict.fromkeys(str(p.tool_version) for p in parts))
+    rtts = [p.rtt_measured_ms for p in parts]
+    row.rtt_measured_ms, row.rtt_ok = max(rtts), all(p.rtt_ok for p in parts)
+    meta["parts"] = [{"host": host, "vus": p.vus, "status": p.status, "requests": p.requests,
+                      "rtt_measured_ms": p.rtt_measured_ms, "folder": Path(p.run_dir).name} for host, p in zip(hosts, parts)]
+    if failed:
+        row.status = "timeout" if any(p.status == "timeout" for _, p in failed) else "failed"
+        row.error = "; ".join(f"generator {host}: {p.status}: {p.error}" for host, p in failed)
+        return
+    figures, how = multigen.merged_figures(parts, histograms)
+    for name in COPIED_METRICS:
+        if hasattr(figures, name):
+            setattr(row, name, getattr(figures, name))
+    row.measured_s = max(p.measured_s for p in parts if p.measured_s is not None) if any(p.measured_s for p in parts) else None
+    for name in ("mem_avg_mb", "mem_peak_mb", "cpu_avg_pct"):
+        values = [getattr(p, name) for p in parts]
+        setattr(row, name, None if None in values else sum(values))
+    row.tool_saturated = any(p.tool_saturated for p in parts) if all(p.tool_saturated is not None for p in parts) else None
+    row.status = "ok"
+    row.notes = (f"merged from {len(parts)} generators started together ("
+                 + ", ".join(f"{host}: {p.vus} VUs, {p.requests:,} requests" for host, p in zip(hosts, parts))
+                 + f"): requests, errors, rps, memory and CPU summed; {how}; RTT: the largest of the parts' "
+                 f"({', '.join(f'{r:.2f}' for r in rtts)} ms)")
+    meta["metric_source"] = "merged: " + how
+
+
 def _report(index: int, total: int, scenario: Scenario, adapter: ToolAdapter, runtime: str, eta_s: float) -> None:
     eta = time.strftime("%H:%M:%S", time.gmtime(eta_s))
     console.print(f"[bold]run {index}/{total}[/] {scenario.id} · {adapter.name} · {runtime} "
@@ -247,7 +342,7 @@ def _open_folder(plan: Plan) -> tuple[ResultsFolder, set[tuple[str, str]]]:
 
 def run_suite(plan: Plan, runtime: Runtime | None = None) -> tuple[ResultsFolder, list[RunRow]]:
     """``runtime``: one made already (the tests' in-process runtime); by default plan.runtime's."""
-    runtime = runtime or make_runtime(plan.runtime, plan.results_root, plan.target_host)
+    runtime = runtime or make_runtime(plan.runtime, plan.results_root, plan.target_host, plan.generator_hosts)
     runtime.split = plan.split
     preflight.check(plan, runtime)
     lock = _single_instance()
@@ -279,6 +374,9 @@ def run_suite(plan: Plan, runtime: Runtime | None = None) -> tuple[ResultsFolder
                     row = _unrunnable(runtime, adapter, scenario, folder, reason, repeat)
                 elif reason := openmodel.unsupported_reason(scenario, adapter) or runtime.unsupported_reason(scenario):
                     row = _unrunnable(runtime, adapter, scenario, folder, reason, repeat, status="unsupported")
+                elif runtime.generator_count > 1:
+                    row = run_merged(runtime, adapter, scenario, folder, plan.grace_s, plan.allow_external_target,
+                                     repeat)
                 else:
                     row = run_one(runtime, adapter, scenario, folder, shaper.kind, plan.grace_s,
                                   plan.allow_external_target, repeat,

@@ -151,10 +151,14 @@ class TopSampler:
     ``check`` reads the tool's memory independently of top at every frame."""
 
     def __init__(self, pids: PidSource, interval_s: float = 1.0, others: dict[str, PidSource] | None = None,
-                 check: MemoryCheck | None = None):
+                 check: MemoryCheck | None = None, command: list[str] | None = None, local: bool = True):
+        """``command``: top as run on another machine (``local`` False: its pids are not this
+        machine's, so their CPU affinity is not read here)."""
         self._sources = {"": pids, **(others or {})}
         self._interval_s = interval_s
         self._check = check
+        self._command = command
+        self._local = local
         self.groups: dict[str, list[Sample]] = {name: [] for name in self._sources}
         self.samples: list[Sample] = self.groups[""]
         # The CPUs each sampled process (all its threads) was allowed, read at every frame.
@@ -164,9 +168,10 @@ class TopSampler:
         self._thread: threading.Thread | None = None
 
     def __enter__(self) -> "TopSampler":
+        local = ["top", "-b", "-d", str(self._interval_s), "-w", "512", "-e", "k", "-1"]
         self._proc = subprocess.Popen(
-            ["top", "-b", "-d", str(self._interval_s), "-w", "512", "-e", "k", "-1"],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env={"LC_ALL": "C", "TERM": "dumb"},
+            self._command or local, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+            env=None if self._command else {"LC_ALL": "C", "TERM": "dumb"}, start_new_session=bool(self._command),
         )
         self._started = time.monotonic()
         self._thread = threading.Thread(target=self._read, daemon=True)
@@ -199,7 +204,8 @@ class TopSampler:
                 # top prints a frame at once: the tool's pids as of its header are the frame's pids.
                 columns, frame = None, []
                 wanted = {name: source() for name, source in self._sources.items()}
-                self._note_affinity(wanted)
+                if self._local:
+                    self._note_affinity(wanted)
                 # Read now, next to top's own reading of the frame (_record runs a frame later).
                 check = self._check(wanted[""]) if self._check and wanted[""] else None
                 frame_t = time.monotonic() - self._started

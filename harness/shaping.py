@@ -12,7 +12,6 @@ from __future__ import annotations
 import http.client
 import json
 import subprocess
-import sys
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -89,9 +88,7 @@ def rtt_ok(measured_ms: float, target_ms: float) -> bool:
 
 def measure_rtt(session: Session, target: Target) -> float:
     """Median RTT from the tool's network position to the target (through the shaping)."""
-    argv = [*session.generator_netns, sys.executable, str(PROBE_SCRIPT), target.host, str(target.port),
-            target.path, "30"]
-    result = run(argv, check=False, timeout=60)
+    result = session.run_python(PROBE_SCRIPT, [target.host, str(target.port), target.path, "30"])
     if result.returncode != 0:
         raise HarnessError(f"RTT probe to {target.url} failed: {result.stderr.strip().splitlines()[-1:]}")
     return json.loads(result.stdout)["median_ms"]

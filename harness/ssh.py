@@ -60,21 +60,21 @@ class SshHost:
         return self.run(script, timeout=timeout).stdout.decode(errors="replace")
 
 
-def parse_ssh_url(text: str) -> SshHost:
+def parse_ssh_url(text: str, option: str = "--target-host") -> SshHost:
     """``ssh://[user@]host[:port]``; the host is resolved to the IPv4 address the load will use."""
     parts = urlsplit(text)
     if parts.scheme != "ssh" or not parts.hostname or parts.path not in ("", "/") or parts.query:
-        raise HarnessError(f"--target-host {text!r}: write it as ssh://[user@]host[:port] "
+        raise HarnessError(f"{option} {text!r}: write it as ssh://[user@]host[:port] "
                            "(a Docker context name is not supported yet)")
     try:
         port = parts.port
     except ValueError:
-        raise HarnessError(f"--target-host {text!r}: the port is not a number") from None
-    return SshHost(url=text, host=parts.hostname, address=_ipv4(parts.hostname, text),
+        raise HarnessError(f"{option} {text!r}: the port is not a number") from None
+    return SshHost(url=text, host=parts.hostname, address=_ipv4(parts.hostname, text, option),
                    user=parts.username, port=port)
 
 
-def _ipv4(host: str, url: str) -> str:
+def _ipv4(host: str, url: str, option: str) -> str:
     try:
         return str(ipaddress.IPv4Address(host))
     except ValueError:
@@ -82,4 +82,4 @@ def _ipv4(host: str, url: str) -> str:
     try:
         return socket.getaddrinfo(host, None, socket.AF_INET, socket.SOCK_STREAM)[0][4][0]
     except OSError as exc:
-        raise HarnessError(f"--target-host {url}: cannot resolve {host} to an IPv4 address ({exc})") from None
+        raise HarnessError(f"{option} {url}: cannot resolve {host} to an IPv4 address ({exc})") from None

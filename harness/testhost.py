@@ -1,12 +1,16 @@
-"""A second "machine" on this one, for testing the two-host paths end to end: a network namespace
-reached over a veth pair, running Debian's sshd with a throw-away host key and a per-session client
-key. The filesystem is shared, so the "remote" host has the same nginx and /opt/lth tools.
+"""Other "machines" on this one, for testing the two-host paths end to end: each is a network
+namespace running Debian's sshd with a throw-away host key and a per-session client key, and all
+of them, with this machine, sit on one LAN: a bridge in a namespace of its own (the "switch"), so
+the generator and the target reach each other directly, not through this machine. The
+filesystem and the pids are shared, so every "host" has the same nginx and /opt/lth tools.
 
-    root ns  lth-h<pid> 198.18.2.1/30  <-- veth -->  lth-r<pid> 198.18.2.2/30  netns lth-remote-<pid> (sshd)
+    root ns  lth-h<pid> 198.18.2.1/24 ──┐
+    netns lth-remote-<pid>  (sshd) lth-r<pid>  198.18.2.2/24 ──┤  bridge in netns lth-switch-<pid>
+    netns lth-remote2-<pid> (sshd) lth-r2-<pid> 198.18.2.3/24 ──┘
 
-Nothing under /etc/ssh is read or changed: sshd gets its own config, keys and pid file in a temp
-folder (/tmp/lth-testhost-*), which goes with everything else when the block ends (also on
-Ctrl-C). One second host at a time per machine (the addresses are fixed): a lock file says so.
+Nothing under /etc/ssh is read or changed: every sshd gets its own config, keys and pid file in a
+temp folder (/tmp/lth-testhost-*), which goes with everything else when the block ends (also on
+Ctrl-C). One set of test hosts at a time per machine (the addresses are fixed): a lock file says so.
 """
 from __future__ import annotations
 
@@ -18,7 +22,7 @@ import socket
 import subprocess
 import tempfile
 import time
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Iterator
@@ -28,11 +32,12 @@ from harness.cleanup import signals_deferred
 from harness.errors import HarnessError
 from harness.execution import signal_pids
 from harness.runtimes.base import run
-from harness.runtimes.host import veth_namespace
 from harness.ssh import SshHost
 
 # 198.18.0.0/30 is the host runtime's veth, 198.18.1.0/24 the Docker runtime's network.
-LOCAL_IP, REMOTE_IP, PREFIX_LEN = "198.18.2.1", "198.18.2.2", 30
+LAN, PREFIX_LEN = "198.18.2", 24
+LOCAL_IP, REMOTE_IP = f"{LAN}.1", f"{LAN}.2"     # this machine; the first test host
+MAX_HOSTS = 4
 SSHD = Path("/usr/sbin/sshd")
 PRIVSEP_DIR = Path("/run/sshd")     # compiled into Debian's sshd; the package creates it at start
 LOCK_FILE = Path(f"/tmp/{PREFIX}-testhost.lock")
@@ -43,8 +48,10 @@ READY_TIMEOUT_S = 15.0
 @dataclass(frozen=True)
 class TestHost:
     netns: str
-    local_veth: str
-    workdir: Path
+    device: str          # its NIC, inside netns
+    address: str
+    local_veth: str      # this machine's NIC on the LAN
+    workdir: Path        # shared by every test host of the block: keys, configs
     sshd_pid: int
 
     @property
@@ -53,10 +60,10 @@ class TestHost:
 
     @property
     def url(self) -> str:
-        return f"ssh://root@{REMOTE_IP}"
+        return f"ssh://root@{self.address}"
 
     def ssh(self) -> SshHost:
-        return SshHost(url=self.url, host=REMOTE_IP, address=REMOTE_IP, user="root", config=str(self.ssh_config))
+        return SshHost(url=self.url, host=self.address, address=self.address, user="root", config=str(self.ssh_config))
 
     def pids(self) -> set[int]:
         """Every process in the namespace (sshd and whatever was started over ssh)."""
@@ -64,9 +71,9 @@ class TestHost:
 
 
 def missing() -> str | None:
-    """Why a second host cannot be made here (None: it can)."""
+    """Why a test host cannot be made here (None: it can)."""
     if os.geteuid() != 0:
-        return "a second host needs root (network namespaces)"
+        return "a test host needs root (network namespaces)"
     for tool in ("ip", "ssh", "ssh-keygen"):
         if shutil.which(tool) is None:
             return f"'{tool}' is not installed: run `NEED_SSHD=1 scripts/deps.sh`"
@@ -81,38 +88,58 @@ def _lock() -> IO:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         handle.close()
-        raise HarnessError(f"another second host is up on this machine ({LOCK_FILE} is held)") from None
+        raise HarnessError(f"other test hosts are up on this machine ({LOCK_FILE} is held)") from None
     return handle
 
 
-def _keys(workdir: Path) -> None:
+def _keys(workdir: Path, addresses: list[str]) -> None:
+    """One host key and one client key for every test host; each sshd listens on its own address."""
     for name in ("host_key", "client_key"):
         run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"{PREFIX}-testhost", "-f", str(workdir / name)])
     shutil.copy(workdir / "client_key.pub", workdir / "authorized_keys")
     host_key = (workdir / "host_key.pub").read_text().split()
-    (workdir / "known_hosts").write_text(f"{REMOTE_IP} {host_key[0]} {host_key[1]}\n")
-    (workdir / "sshd_config").write_text("\n".join([
-        f"ListenAddress {REMOTE_IP}", "Port 22", f"HostKey {workdir / 'host_key'}",
-        f"PidFile {workdir / 'sshd.pid'}", f"AuthorizedKeysFile {workdir / 'authorized_keys'}",
-        "PermitRootLogin prohibit-password", "PasswordAuthentication no", "KbdInteractiveAuthentication no",
-        "UsePAM no", "StrictModes no", "PrintMotd no", "AcceptEnv none", ""]))
+    (workdir / "known_hosts").write_text("".join(f"{a} {host_key[0]} {host_key[1]}\n" for a in addresses))
+    for address in addresses:
+        (workdir / f"sshd_config-{address}").write_text("\n".join([
+            f"ListenAddress {address}", "Port 22", f"HostKey {workdir / 'host_key'}",
+            f"PidFile {workdir / f'sshd-{address}.pid'}", f"AuthorizedKeysFile {workdir / 'authorized_keys'}",
+            "PermitRootLogin prohibit-password", "PasswordAuthentication no", "KbdInteractiveAuthentication no",
+            "UsePAM no", "StrictModes no", "PrintMotd no", "AcceptEnv none", ""]))
     (workdir / "ssh_config").write_text("\n".join([
-        f"Host {REMOTE_IP}", "  User root", f"  IdentityFile {workdir / 'client_key'}", "  IdentitiesOnly yes",
-        f"  UserKnownHostsFile {workdir / 'known_hosts'}", "  StrictHostKeyChecking yes",
+        f"Host {' '.join(addresses)}", "  User root", f"  IdentityFile {workdir / 'client_key'}",
+        "  IdentitiesOnly yes", f"  UserKnownHostsFile {workdir / 'known_hosts'}", "  StrictHostKeyChecking yes",
         "  GlobalKnownHostsFile /dev/null", "  LogLevel ERROR", ""]))
 
 
-def _wait_for_sshd(proc: subprocess.Popen, log: Path) -> None:
+def _step(argv: list[str]) -> None:
+    result = run(argv, check=False)
+    if result.returncode != 0:
+        raise HarnessError(f"test hosts: `{' '.join(argv)}` failed: {result.stderr.strip()}")
+
+
+def _plug(switch: str, port: str, netns: str | None, device: str, address: str) -> None:
+    """A veth from the switch's bridge to ``device`` (in ``netns``; None: the root namespace)."""
+    inside = ["ip", "-n", netns] if netns else ["ip"]
+    _step(["ip", "link", "add", device, "type", "veth", "peer", "name", port, "netns", switch])
+    if netns:
+        _step(["ip", "link", "set", device, "netns", netns])
+        _step([*inside, "link", "set", "lo", "up"])
+    _step([*inside, "addr", "add", f"{address}/{PREFIX_LEN}", "dev", device])
+    _step([*inside, "link", "set", device, "up"])
+    _step(["ip", "-n", switch, "link", "set", port, "master", "br0", "up"])
+
+
+def _wait_for_sshd(proc: subprocess.Popen, address: str, log: Path) -> None:
     deadline = time.monotonic() + READY_TIMEOUT_S
     while True:
         if proc.poll() is not None:
-            raise HarnessError(f"second host: sshd exited ({proc.returncode}): {log.read_text().strip()[-300:]}")
+            raise HarnessError(f"test host: sshd exited ({proc.returncode}): {log.read_text().strip()[-300:]}")
         try:
-            socket.create_connection((REMOTE_IP, 22), timeout=1).close()
+            socket.create_connection((address, 22), timeout=1).close()
             return
         except OSError:
             if time.monotonic() > deadline:
-                raise HarnessError(f"second host: sshd did not listen on {REMOTE_IP}:22 within "
+                raise HarnessError(f"test host: sshd did not listen on {address}:22 within "
                                    f"{READY_TIMEOUT_S:.0f} s") from None
             time.sleep(0.1)
 
@@ -126,37 +153,73 @@ def _kill_namespace_processes(netns: str) -> None:
         time.sleep(0.1)
 
 
+def _names(index: int, pid: int) -> tuple[str, str]:
+    """The i-th host's namespace and NIC (the first keeps the one-host names)."""
+    suffix = "" if index == 0 else str(index + 1)
+    return f"{PREFIX}-remote{suffix}-{pid}", f"{PREFIX}-r{suffix}{'-' if suffix else ''}{pid}"
+
+
 @contextmanager
-def second_host() -> Iterator[TestHost]:
-    """Up for the block; everything it made is gone afterwards, whatever happened inside."""
-    if reason := missing():
-        raise HarnessError(reason)
-    lock = _lock()
-    pid = os.getpid()
-    netns, local, remote = f"{PREFIX}-remote-{pid}", f"{PREFIX}-h{pid}", f"{PREFIX}-r{pid}"
-    workdir = Path(tempfile.mkdtemp(prefix=WORKDIR_PREFIX))
-    made_privsep = not PRIVSEP_DIR.exists()
+def _switch(pid: int) -> Iterator[str]:
+    switch, local = f"{PREFIX}-switch-{pid}", f"{PREFIX}-h{pid}"
+    try:
+        _step(["ip", "netns", "add", switch])
+        _step(["ip", "-n", switch, "link", "add", "br0", "type", "bridge"])
+        _step(["ip", "-n", switch, "link", "set", "br0", "up"])
+        _plug(switch, "p0", None, local, LOCAL_IP)
+        yield switch
+    finally:
+        with signals_deferred():
+            run(["ip", "netns", "delete", switch], check=False)    # takes every veth's switch end
+            run(["ip", "link", "delete", local], check=False)
+
+
+@contextmanager
+def _host(switch: str, index: int, pid: int, workdir: Path) -> Iterator[TestHost]:
+    netns, device = _names(index, pid)
+    address = f"{LAN}.{index + 2}"
     sshd: subprocess.Popen | None = None
     try:
-        _keys(workdir)
-        veth_namespace(netns, (local, LOCAL_IP), (remote, REMOTE_IP), PREFIX_LEN, "second host")
-        if made_privsep:
-            PRIVSEP_DIR.mkdir(mode=0o755)
-        with (workdir / "sshd.log").open("w") as log:
+        _step(["ip", "netns", "add", netns])
+        _plug(switch, f"p{index + 1}", netns, device, address)
+        with (workdir / f"sshd-{address}.log").open("w") as log:
             sshd = subprocess.Popen(["ip", "netns", "exec", netns, str(SSHD), "-D", "-e", "-f",
-                                     str(workdir / "sshd_config")],
+                                     str(workdir / f"sshd_config-{address}")],
                                     stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                     start_new_session=True)
-        _wait_for_sshd(sshd, workdir / "sshd.log")
-        yield TestHost(netns, local, workdir, sshd.pid)
+        _wait_for_sshd(sshd, address, workdir / f"sshd-{address}.log")
+        yield TestHost(netns, device, address, f"{PREFIX}-h{pid}", workdir, sshd.pid)
     finally:
         with signals_deferred():
             _kill_namespace_processes(netns)
             if sshd is not None:
                 sshd.wait(timeout=10)
             run(["ip", "netns", "delete", netns], check=False)
-            run(["ip", "link", "delete", local], check=False)
-            if made_privsep:
-                shutil.rmtree(PRIVSEP_DIR, ignore_errors=True)
-            shutil.rmtree(workdir, ignore_errors=True)
-            lock.close()
+
+
+@contextmanager
+def lab(count: int) -> Iterator[list[TestHost]]:
+    """``count`` hosts on one LAN with this machine, up for the block; everything they made is
+    gone afterwards, whatever happened inside."""
+    if not 1 <= count <= MAX_HOSTS:
+        raise HarnessError(f"test hosts: 1 to {MAX_HOSTS}, not {count}")
+    if reason := missing():
+        raise HarnessError(reason)
+    pid = os.getpid()
+    with ExitStack() as stack:
+        stack.enter_context(_lock())
+        workdir = Path(tempfile.mkdtemp(prefix=WORKDIR_PREFIX))
+        stack.callback(shutil.rmtree, workdir, ignore_errors=True)
+        if not PRIVSEP_DIR.exists():
+            PRIVSEP_DIR.mkdir(mode=0o755)
+            stack.callback(shutil.rmtree, PRIVSEP_DIR, ignore_errors=True)
+        _keys(workdir, [f"{LAN}.{i + 2}" for i in range(count)])
+        switch = stack.enter_context(_switch(pid))
+        yield [stack.enter_context(_host(switch, i, pid, workdir)) for i in range(count)]
+
+
+@contextmanager
+def second_host() -> Iterator[TestHost]:
+    """One other machine (the two-host tests' target)."""
+    with lab(1) as (host,):
+        yield host

@@ -79,7 +79,7 @@ class FakeSession(Session):
     def __init__(self, target: Target) -> None:
         self.target = target
 
-    def popen(self, argv: list[str], stdout: IO, stderr: IO) -> subprocess.Popen:
+    def popen(self, argv: list[str], stdout: IO, stderr: IO, run_dir: Path | None = None) -> subprocess.Popen:
         return subprocess.Popen(argv, stdout=stdout, stderr=stderr, stdin=subprocess.DEVNULL, start_new_session=True)
 
     def pids(self, proc: subprocess.Popen) -> PidSource:

@@ -65,14 +65,22 @@ def test_the_tool_gets_every_cpu_here_and_a_split_is_refused():
         remote_split("0", None)
 
 
+TARGET = ["--target-host", "ssh://root@198.18.2.2"]
+
+
 @pytest.mark.parametrize("args, message", [
-    (["--runtime", "docker"], "--target-host is not supported with --runtime docker yet: use --runtime host"),
-    (["--runtime", "host", "--cpus-target", "0"], "leave them out"),
-    (["--runtime", "host", "--generator-host", "ssh://root@198.18.2.2"],
-     "--generator-host is not supported yet: run the harness on the generator machine with --target-host"),
+    ([*TARGET, "--runtime", "docker"], "--target-host is not supported with --runtime docker yet: use --runtime host"),
+    ([*TARGET, "--runtime", "host", "--cpus-target", "0"], "leave them out"),
+    (["--runtime", "host", "--generator-host", "ssh://root@198.18.2.3"], "--generator-host needs --target-host"),
+    ([*TARGET, "--runtime", "host", "--generator-host", "ssh://root@198.18.2.3", "--capture"],
+     "--capture records packets on this machine's side of the link; with --generator-host"),
+    ([*TARGET, "--runtime", "host", "--generator-host", "ssh://root@198.18.2.3,ssh://root@198.18.2.3"],
+     "a host is named twice"),
+    ([*TARGET, "--runtime", "host", "--generator-host", "198.18.2.3"],
+     "--generator-host '198.18.2.3': write it as ssh://[user@]host[:port]"),
 ])
 def test_unsupported_combinations_get_one_line_and_status_2(args, message):
-    result = harness("run", "--target-host", "ssh://root@198.18.2.2", "--tools", "wrk", *args, timeout=60)
+    result = harness("run", "--tools", "wrk", *args, timeout=60)
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and message in result.stderr, result.stderr
 

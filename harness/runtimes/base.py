@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import subprocess
+import sys
 from abc import ABC, abstractmethod
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
@@ -9,7 +10,7 @@ from typing import IO, TYPE_CHECKING, Iterator
 
 from harness.adapter import ToolAdapter
 from harness.cpus import NO_SPLIT, CpuSplit
-from harness.sampling import PidSource, vmrss_mb
+from harness.sampling import MemoryCheck, PidSource, TopSampler, only_named, vmrss_mb
 from harness.target import Target
 
 if TYPE_CHECKING:
@@ -48,12 +49,33 @@ class Session(ABC):
     explicit_target: str | None = None   # the --target-host address: allowed to be loaded, this run only
 
     @abstractmethod
-    def popen(self, argv: list[str], stdout: IO, stderr: IO) -> subprocess.Popen:
-        """Start the tool; the returned process ends when the tool ends."""
+    def popen(self, argv: list[str], stdout: IO, stderr: IO, run_dir: Path | None = None) -> subprocess.Popen:
+        """Start the tool (``run_dir``: the run's folder, which argv names); the returned process
+        ends when the tool ends."""
 
     @abstractmethod
     def pids(self, proc: subprocess.Popen) -> PidSource:
         """The tool's current processes (host pids), for sampling and for killing on timeout."""
+
+    def sampled_pids(self, proc: subprocess.Popen, name: str | None) -> PidSource:
+        """The processes memory and CPU count: ``name`` and its children when the tool is wrapped."""
+        return only_named(self.pids(proc), name) if name else self.pids(proc)
+
+    def sampler(self, pids: PidSource, others: dict[str, PidSource], check: MemoryCheck | None) -> TopSampler:
+        """top, where the tool runs."""
+        return TopSampler(pids, others=others, check=check)
+
+    def stop(self, proc: subprocess.Popen, pids: set[int]) -> None:
+        """SIGTERM the tool's processes, then SIGKILL whatever is left after 5 s."""
+        from harness.execution import stop_tool
+        stop_tool(proc, pids)
+
+    def finish(self, proc: subprocess.Popen) -> None:
+        """The tool has ended: bring its output files to the run's folder (where they are elsewhere)."""
+
+    def run_python(self, script: Path, args: list[str], timeout: float = 60) -> subprocess.CompletedProcess:
+        """One of the harness's scripts (the RTT probe), run from where the tool runs."""
+        return run([*self.generator_netns, sys.executable, str(script), *args], check=False, timeout=timeout)
 
     @abstractmethod
     def version(self, adapter: ToolAdapter) -> str:
@@ -77,6 +99,7 @@ class Runtime(AbstractContextManager, ABC):
 
     name: str
     split: CpuSplit = NO_SPLIT   # set by the runner before the runtime is entered
+    generator_count = 1          # more: every run is split over that many generator hosts (sessions)
 
     @abstractmethod
     def problems(self, adapters: list[ToolAdapter]) -> list[str]:
@@ -90,6 +113,10 @@ class Runtime(AbstractContextManager, ABC):
     @abstractmethod
     def session(self, adapter: ToolAdapter) -> AbstractContextManager[Session]:
         """A fresh place to run ``adapter`` against the target."""
+
+    def sessions(self, adapter: ToolAdapter) -> list[Session]:
+        """With generator_count > 1: one session per generator host, their tools released together."""
+        raise NotImplementedError(f"the {self.name} runtime has one generator")
 
     def describe(self) -> dict:
         """Runtime facts for the results' environment metadata."""

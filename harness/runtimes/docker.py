@@ -116,7 +116,7 @@ class DockerSession(Session):
         self.target_netns = [*split.taskset("target"), *netns_of(target_id)]  # a proxy there shares Nginx's CPUs
         self.shape_device = self.capture_device = "eth0"   # the generator's egress: the whole RTT on one side
 
-    def popen(self, argv: list[str], stdout: IO, stderr: IO) -> subprocess.Popen:
+    def popen(self, argv: list[str], stdout: IO, stderr: IO, run_dir: Path | None = None) -> subprocess.Popen:
         return subprocess.Popen(["docker", "exec", self.generator_id, *argv],
                                 stdout=stdout, stderr=stderr, stdin=subprocess.DEVNULL, start_new_session=True)
 

@@ -90,7 +90,7 @@ class HostSession(Session):
         self.shape_device = VETH_TARGET   # the target's egress: the whole RTT on one side
         self.capture_device = VETH_HOST
 
-    def popen(self, argv: list[str], stdout: IO, stderr: IO) -> subprocess.Popen:
+    def popen(self, argv: list[str], stdout: IO, stderr: IO, run_dir: Path | None = None) -> subprocess.Popen:
         return subprocess.Popen(argv, stdout=stdout, stderr=stderr, stdin=subprocess.DEVNULL, start_new_session=True,
                                 preexec_fn=lambda: self.split.pin("tool"))
 

@@ -14,7 +14,9 @@ after the run). Not supported yet (such runs become rows with status unsupported
 from __future__ import annotations
 
 import io
+import json
 import os
+import threading
 import re
 import secrets
 import shlex
@@ -31,10 +33,13 @@ from harness.cpus import CpuSplit
 from harness.errors import HarnessError
 from harness.rtt_probe import probe
 from harness.runtimes.base import Runtime, Session, run, undone_on_error
+from harness.runtimes.generator import GeneratorHost, RemoteGeneratorSession, generators_up
 from harness.runtimes.host import HostSession, local_problems
 from harness.scenarios import Scenario
 from harness.ssh import SshHost, parse_ssh_url
 from harness.target import Target, stage
+
+PROBE = Path(__file__).resolve().parents[1] / "rtt_probe.py"
 
 START_TIMEOUT_S = 60
 RTT_PROBES = 50
@@ -124,11 +129,16 @@ def nic_speed_mbps(device: str) -> int | None:
         return None
 
 
-def remote_split(cpus_target: str | None, cpus_tool: str | None) -> CpuSplit:
-    """With the target on another machine the tool may use every CPU here."""
+def remote_split(cpus_target: str | None, cpus_tool: str | None, generators: tuple[str, ...] = ()) -> CpuSplit:
+    """With the target on another machine the tool may use every CPU where it runs: here, or the
+    generator hosts' (the fewest of them, read over ssh)."""
     if cpus_target or cpus_tool:
         raise HarnessError("--cpus-target/--cpus-tool split this machine's CPUs between Nginx and the tool; with "
                            "--target-host Nginx runs on the other host: leave them out")
+    if generators:
+        cores = min(int(parse_ssh_url(g, "--generator-host").text("nproc", timeout=30).strip()) for g in generators)
+        return CpuSplit(tuple(range(cores)), reason=f"tools on the generator host(s): each may use every CPU there "
+                                                    f"(the fewest: {cores})")
     return CpuSplit(tuple(sorted(os.sched_getaffinity(0))),
                     reason="target on another host (--target-host): the tool may use every CPU here")
 
@@ -185,16 +195,27 @@ class RemoteTargetSession(HostSession):
 
 
 class RemoteTargetRuntime(Runtime):
+    """Nginx on ``url``'s host; the tools here, or on the ``generators`` hosts (harness/runtimes/generator.py)."""
+
     name = "host"
 
-    def __init__(self, url: str):
+    def __init__(self, url: str, generators: list[str] | None = None):
         self.remote = parse_ssh_url(url)
         self._nginx = RemoteNginx(self.remote)
         self.target = Target(self.remote.address)
-        self._rtt: dict | None = None
+        self.generators = [GeneratorHost(parse_ssh_url(g, "--generator-host")) for g in generators or []]
+        self._adapters: list[ToolAdapter] = []
+        self._rtt: list[dict] = []
+
+    @property
+    def generator_count(self) -> int:
+        return max(1, len(self.generators))
 
     def problems(self, adapters: list[ToolAdapter]) -> list[str]:
-        found = local_problems(adapters, ("ip", "top", "ssh"))
+        if self.generators:
+            found = local_problems([], ("ssh",)) + [p for g in self.generators for p in g.problems(adapters)]
+        else:
+            found = local_problems(adapters, ("ip", "top", "ssh"))
         if found and any("'ssh'" in p for p in found):
             return found
         try:
@@ -207,33 +228,71 @@ class RemoteTargetRuntime(Runtime):
             found.append(f"{self.remote.url}: Nginx must bind port 80 there: log in as root (ssh://root@...)")
         return found
 
+    def prepare(self, adapters: list[ToolAdapter]) -> dict[str, str]:
+        self._adapters = adapters
+        return {}
+
     def __enter__(self) -> "RemoteTargetRuntime":
         with undone_on_error(self):
             self._nginx.start()
             self.target.wait_ready()
-            self._rtt = probe(self.target.host, self.target.port, self.target.path, RTT_PROBES)
+            self._generators = generators_up(self.generators, self._adapters)
+            self._generators.__enter__()
+            self._rtt = self._measure_rtt()
         return self
 
     def __exit__(self, *exc) -> None:
         with signals_deferred():
+            if getattr(self, "_generators", None) is not None:
+                self._generators.__exit__(None, None, None)
+                self._generators = None
             self._nginx.stop()
+
+    def _measure_rtt(self) -> list[dict]:
+        """From every generator (here, or each generator host) to the target."""
+        args = [self.target.host, str(self.target.port), self.target.path, str(RTT_PROBES)]
+        if not self.generators:
+            return [{"from": "this machine", **probe(self.target.host, self.target.port, self.target.path, RTT_PROBES)}]
+        found = []
+        for session in self.sessions(None):
+            result = session.run_python(PROBE, args)
+            if result.returncode != 0:
+                raise HarnessError(f"RTT probe from {session.generator.ssh.url} to {self.target.url} failed: "
+                                   f"{(result.stderr.strip().splitlines() or ['no message'])[-1]}")
+            found.append({"from": session.generator.ssh.url, **json.loads(result.stdout)})
+        return found
+
+    def sessions(self, adapter: ToolAdapter | None) -> list[Session]:
+        """One session per generator; with several, their tools start together (a barrier)."""
+        if not self.generators:
+            return [RemoteTargetSession(self.target, self.split, self._nginx, route_device(self.target.host))]
+        barrier = threading.Barrier(len(self.generators)) if len(self.generators) > 1 else None
+        return [RemoteGeneratorSession(self.target, self.split, g, barrier, self._nginx) for g in self.generators]
 
     @contextmanager
     def session(self, adapter: ToolAdapter) -> Iterator[Session]:
-        yield RemoteTargetSession(self.target, self.split, self._nginx, route_device(self.target.host))
+        yield self.sessions(adapter)[0]
 
     def describe(self) -> dict:
-        device = route_device(self.remote.address)
         facts = host_facts(self.remote.text(FACTS_SCRIPT.format(address=shlex.quote(self.remote.address))))
-        return {"target": f"nginx on {self.remote.url}, bound to {self.remote.address}:80, started over ssh",
-                "nginx_version": facts["nginx_version"],
-                "target_host": {"url": self.remote.url, "address": self.remote.address, **facts},
-                "generator_nic": device, "generator_nic_speed_mbps": nic_speed_mbps(device)}
+        described = {"target": f"nginx on {self.remote.url}, bound to {self.remote.address}:80, started over ssh",
+                     "nginx_version": facts["nginx_version"],
+                     "target_host": {"url": self.remote.url, "address": self.remote.address, **facts}}
+        if not self.generators:
+            device = route_device(self.remote.address)
+            return {**described, "generator_nic": device, "generator_nic_speed_mbps": nic_speed_mbps(device)}
+        return {**described, "generator_hosts": [
+            {"url": g.ssh.url, "address": g.ssh.address,
+             **host_facts(g.ssh.text(FACTS_SCRIPT.format(address=shlex.quote(g.ssh.address)))), "nginx_version": None}
+            for g in self.generators]}
 
     def started_facts(self) -> dict:
         """The RTT between the hosts: HTTP keep-alive GETs of the target file (harness/rtt_probe.py)
-        from here to the other host's Nginx, before any run."""
-        return {"rtt_between_hosts": {**(self._rtt or {}), "method": "harness/rtt_probe.py: keep-alive GETs"}}
+        from each generator to the other host's Nginx, before any run."""
+        method = {"method": "harness/rtt_probe.py: keep-alive GETs from the generator"}
+        if len(self._rtt) == 1:
+            return {"rtt_between_hosts": {**self._rtt[0], **method}}
+        return {"rtt_between_hosts": [{**r, **method} for r in self._rtt]}
 
     def unsupported_reason(self, scenario: Scenario) -> str | None:
         if scenario.needs_shaping:
@@ -241,4 +300,6 @@ class RemoteTargetRuntime(Runtime):
                     "with a target on another host only scenarios on the native network (rtt_ms <= 0.5) run")
         if scenario.stall_ms is not None:
             return "the stall test freezes Nginx's processes, which are on another host with --target-host: not supported yet"
+        if scenario.rate_rps is not None and len(self.generators) > 1:
+            return "a rate scenario with several generator hosts is not supported yet (the rate would need splitting)"
         return None

@@ -7,7 +7,7 @@ correction exactly and the figures here are the raw, measured latencies. See too
 """
 import json
 
-from harness.adapter import Metrics, ParseError, RunSpec, ToolAdapter, ToolOutput
+from harness.adapter import LatencyHistogram, Metrics, ParseError, RunSpec, ToolAdapter, ToolOutput
 from harness.stats import histogram_metrics
 
 MARKER, HISTOGRAM = "LTH_JSON ", "LTH_HIST"
@@ -93,11 +93,23 @@ class Wrk(ToolAdapter):
             "-s", str(self.folder / "report.lua"), spec.url,
         ]
 
-    def parse(self, output: ToolOutput) -> Metrics:
+    @staticmethod
+    def _read(output: ToolOutput) -> tuple[dict, Histogram, Histogram, bool, int]:
+        """wrk's summary, its corrected and the raw histogram, whether the dump is complete, and the interval."""
         data = json.loads(_line(output.stdout, MARKER)[len(MARKER):])
         corrected, complete = read_histogram(_line(output.stdout, HISTOGRAM))
         interval = correction_interval_us(data["duration_us"], data["requests"], output.spec.vus)
-        raw = known_raw(corrected, interval, complete)
+        return data, corrected, known_raw(corrected, interval, complete), complete, interval
+
+    def latency_histogram(self, output: ToolOutput) -> LatencyHistogram:
+        data, _, raw, complete, _ = self._read(output)
+        recorded = sum(raw.values())
+        return LatencyHistogram({us / 1000.0: count for us, count in raw.items()},
+                                total=recorded if complete else max(recorded, data["requests"]),
+                                source="wrk: its histogram (us) with the correction inverted")
+
+    def parse(self, output: ToolOutput) -> Metrics:
+        data, corrected, raw, complete, interval = self._read(output)
         measured_s = data["duration_us"] / 1e6
         own = data["latency_us"]
         notes = [f"wrk's own figures are coordinated-omission corrected (interval {interval} us): mean "
