@@ -73,7 +73,7 @@ def leftovers() -> list[str]:
     for pattern in ("toxiproxy-server", "lth-capture.pcap", "/tmp/lth-target-"):   # proxy, tcpdump, host nginx
         found += [f"process {pid} ({pattern})" for pid in _lines(["pgrep", "-f", pattern])]
     found += [f"orphaned nginx worker {pid}" for pid in _lines(["pgrep", "-P", "1", "-f", "nginx: worker"])]
-    found += [f"folder {path}" for path in Path("/tmp").glob("lth-target-*")]
+    found += [f"folder {path}" for pattern in ("lth-target-*", "lth-generator-*") for path in Path("/tmp").glob(pattern)]
     found += [f"process {pid} ({name})" for name in ("wrk", "ab") for pid in _lines(["pgrep", "-x", name])]
     if docker_available() is not None:
         found += [f"container {c}" for c in _lines(["docker", "ps", "-aq", "--filter", "label=lth"])]

@@ -1,0 +1,137 @@
+"""Generator and target on two other machines (--generator-host, --target-host): three test hosts
+on one LAN (harness/testhost.py lab: sshd in namespaces behind a bridge). The tools run in the
+generator hosts' namespaces, started over ssh; their files come back here. Nothing may remain on
+any side afterwards."""
+import csv
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, harness, require_root_tools
+from harness.ssh import SSH_CONFIG_ENV
+from harness.testhost import lab, missing
+
+SCENARIO = "scenarios/shootout.yaml:vu20-rtt0.1"
+TOOLS = ("wrk", "ab", "k6", "jmeter", "oha")
+pytestmark = [pytest.mark.e2e, pytest.mark.tools(*TOOLS)]
+
+
+@pytest.fixture
+def hosts(monkeypatch):
+    """Generators A and B, target C."""
+    require_root_tools("ip", "ssh", "wrk")
+    if reason := missing():
+        pytest.skip(reason)
+    with lab(3) as made:
+        monkeypatch.setenv(SSH_CONFIG_ENV, str(made[0].ssh_config))
+        yield made
+        for host in made:
+            assert settled(host) == {host.sshd_pid}, host.url     # only the test's sshd runs there
+        assert not list(Path("/tmp").glob("lth-generator-*")) and not list(Path("/tmp").glob("lth-target-*"))
+
+
+def settled(host, timeout_s: float = 5) -> set[int]:
+    deadline = time.monotonic() + timeout_s
+    while (pids := host.pids()) != {host.sshd_pid} and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return pids
+
+
+def rows(results: Path) -> dict[str, dict]:
+    return {r["tool"]: r for r in csv.DictReader((results / "latest" / "runs.csv").open())}
+
+
+def test_the_tools_run_on_one_host_and_load_nginx_on_another(tmp_path, hosts):
+    a, _, c = hosts
+    tools = ("wrk", "ab", "k6", "jmeter")
+    result = harness("run", "--runtime", "host", "--target-host", c.url, "--generator-host", a.url,
+                     "--tools", ",".join(tools), "--scenarios", SCENARIO, "--duration", "3",
+                     "--results-root", str(tmp_path))
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    found = rows(tmp_path)
+    assert set(found) == set(tools)
+    for tool, row in found.items():
+        assert row["status"] == "ok", (tool, row["error"])
+        requests, served = int(row["requests"]), int(row["server_requests"])
+        assert requests > 0 and abs(served - requests) <= 0.01 * requests, (tool, served, requests)
+        assert 0 < float(row["rtt_measured_ms"]) < 5 and row["generators"] == "1"
+        assert float(row["mem_avg_mb"]) > 0, tool          # sampled by top on the generator host
+        run_dir = tmp_path / "latest" / row["run_dir"]
+        assert (run_dir / "stdout.txt").stat().st_size > 0 and (run_dir / "nginx.log").is_file()
+    assert (tmp_path / "latest" / found["jmeter"]["run_dir"] / "jmeter.jtl").is_file()   # a tool's file, copied back
+    environment = json.loads((tmp_path / "latest" / "environment.json").read_text())
+    assert environment["target_host"]["address"] == c.address and environment["target_host"]["nic"] == c.device
+    (generator,) = environment["generator_hosts"]
+    assert generator["address"] == a.address and generator["nic"] == a.device and generator["cores"] >= 1
+    rtt = environment["rtt_between_hosts"]
+    assert rtt["from"] == a.url and 0 < rtt["median_ms"] < 5
+
+
+def part_requests(results: Path, row: dict) -> list[int]:
+    meta = json.loads((results / "latest" / row["run_dir"] / "meta.json").read_text())
+    return [part["requests"] for part in meta["parts"]]
+
+
+def test_two_generators_make_one_merged_row(tmp_path, hosts):
+    a, b, c = hosts
+    result = harness("run", "--runtime", "host", "--target-host", c.url, "--generator-host", f"{a.url},{b.url}",
+                     "--tools", "wrk,oha,ab", "--scenarios", SCENARIO, "--duration", "3",
+                     "--results-root", str(tmp_path))
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    found = rows(tmp_path)
+    for tool, row in found.items():
+        assert row["status"] == "ok" and row["generators"] == "2", (tool, row["error"])
+        parts = part_requests(tmp_path, row)
+        assert len(parts) == 2 and all(p > 0 for p in parts)
+        assert int(row["requests"]) == sum(parts), tool
+        served = int(row["server_requests"])
+        assert abs(served - int(row["requests"])) <= 0.01 * served, (tool, served, row["requests"])
+        assert "merged from 2 generators" in row["notes"]
+        for index in (1, 2):
+            part = json.loads((tmp_path / "latest" / row["run_dir"] / f"generator-{index}" / "meta.json").read_text())
+            assert part["row"]["vus"] == 10 and part["row"]["status"] == "ok"
+    for tool in ("wrk", "oha"):      # histograms: the percentiles of the union
+        assert float(found[tool]["lat_p50_ms"]) <= float(found[tool]["lat_p99_ms"])
+        histogram = tmp_path / "latest" / found[tool]["run_dir"] / "generator-1" / "latency-histogram.csv"
+        assert histogram.is_file()
+    assert not list((tmp_path / "latest").rglob("oha.db"))        # read into the histogram, then removed
+    assert found["ab"]["lat_p50_ms"] == "" and "percentiles stay empty" in found["ab"]["notes"]
+
+
+def test_sigint_stops_the_tool_on_the_generator_host(tmp_path, hosts):
+    a, _, c = hosts
+    proc = subprocess.Popen([sys.executable, "-m", "harness", "run", "--runtime", "host", "--target-host", c.url,
+                             "--generator-host", a.url, "--tools", "wrk", "--scenarios", SCENARIO,
+                             "--duration", "60", "--results-root", str(tmp_path)], cwd=REPO, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 60
+    while not (wrk := subprocess.run(["pgrep", "-x", "wrk"], capture_output=True, text=True).stdout.split()) \
+            and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert wrk, "wrk should be running"
+    where = subprocess.run(["ip", "netns", "identify", wrk[0]], capture_output=True, text=True).stdout.strip()
+    assert where == a.netns                # it runs on the generator host, not here
+    proc.send_signal(signal.SIGINT)
+    output, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 130, output
+    assert not subprocess.run(["pgrep", "-x", "wrk"], capture_output=True).stdout
+
+
+def test_clean_state_stops_what_a_killed_harness_left_on_a_generator_host(hosts):
+    from harness.registry import discover
+    from harness.runtimes.generator import GeneratorHost, clean_generator
+    a = hosts[0]
+    generator = GeneratorHost(a.ssh())
+    generator.start([discover()["wrk"]])                  # as a harness killed with -9 leaves it:
+    generator.processes.__exit__(None, None, None)
+    a.ssh().run(f"mkdir -p {generator.workdir}/runs/x && cd {generator.workdir}/runs/x && "
+                "(sleep 600 >/dev/null 2>&1 </dev/null &)")   # a tool still running in its run's folder
+    removed = clean_generator(a.ssh())
+    assert any(line.startswith("process ") for line in removed), removed
+    assert any(f"folder {generator.workdir}" in line for line in removed), removed
+    assert clean_generator(a.ssh()) == []
