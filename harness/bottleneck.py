@@ -110,15 +110,17 @@ def contention_note(row: RunRow, busy: dict[str, float | None], irq: dict[str, f
 
 
 def fill(row: RunRow, execution: Execution, window: tuple[float, float] | None, split: CpuSplit,
-         check_name: str) -> dict:
+         check_name: str, target_cores: int | None = None) -> dict:
     """The target's CPU, both flags, req_per_cpu_s and the memory cross-check into ``row``;
-    returns what meta.json should add."""
+    returns what meta.json should add. ``target_cores``: the target's machine's CPUs when it is
+    another machine (its CPU figures then come from top there: execution.target_cpu_busy)."""
     tool = summarise(execution.samples, window)
     groups = {name: summarise(samples, window) for name, samples in (execution.others or {}).items()}
     parts = [u.cpu_avg_pct for u in groups.values() if u.cpu_avg_pct is not None]
     row.target_cpu_pct = sum(parts) if parts else None
     row.tool_saturated = saturated(row.cpu_avg_pct, len(split.tool_cpus))
-    row.target_saturated = saturated(row.target_cpu_pct, len(split.target_cpus))
+    target_cpus = tuple(range(target_cores)) if target_cores else split.target_cpus
+    row.target_saturated = saturated(row.target_cpu_pct, len(target_cpus))
     row.req_per_cpu_s = req_per_cpu_s(row.requests, row.cpu_avg_pct, row.measured_s or row.duration_s)
     notes = [memory_note(tool, check_name)]
     proxy = groups.get("toxiproxy")
@@ -126,11 +128,13 @@ def fill(row: RunRow, execution: Execution, window: tuple[float, float] | None, 
         notes.append(f"target_cpu_pct counts Toxiproxy ({proxy.cpu_avg_pct:.0f}%) beside Nginx: both run on the "
                      "target's CPUs")
     notes.append(affinity_note(execution.affinity or {}, split))
-    busy = {name: busy_pct(execution.cpu_busy or [], cpus, window)
-            for name, cpus in (("tool", split.tool_cpus), ("target", split.target_cpus))}
-    irq = {name: busy_pct(execution.cpu_busy or [], cpus, window, irq=True)
-           for name, cpus in (("tool", split.tool_cpus), ("target", split.target_cpus))}
-    notes.append(contention_note(row, busy, irq, split))
+    frames = {"tool": (execution.cpu_busy or [], split.tool_cpus),
+              "target": (execution.target_cpu_busy, target_cpus) if target_cores else
+                        (execution.cpu_busy or [], split.target_cpus)}
+    busy = {name: busy_pct(cpu_busy or [], cpus, window) for name, (cpu_busy, cpus) in frames.items()}
+    irq = {name: busy_pct(cpu_busy or [], cpus, window, irq=True) for name, (cpu_busy, cpus) in frames.items()}
+    if not target_cores:   # on two machines the tool's and the target's CPUs are not one pool
+        notes.append(contention_note(row, busy, irq, split))
     row.notes = "; ".join(filter(None, [row.notes, *notes]))
     return {"target_usage": {name: asdict(u) for name, u in groups.items()},
             "cpus_busy_pct": busy, "cpus_irq_pct": irq,

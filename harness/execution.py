@@ -5,6 +5,7 @@ import os
 import signal
 import subprocess
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +28,7 @@ class Execution:
     others: dict[str, list[Sample]] | None = None   # further groups sampled alongside (the target)
     affinity: dict[str, dict[int, dict]] | None = None  # group ("" = tool) -> pid -> name, threads, cpus
     cpu_busy: list[CpuFrame] | None = None             # every CPU's busy % per frame (top -1)
+    target_cpu_busy: list[CpuFrame] | None = None      # the same on the target's machine, when it is another one
 
 
 def signal_pids(pids: set[int], sig: int) -> None:
@@ -55,26 +57,32 @@ def execute(session: Session, argv: list[str], run_dir: Path, timeout_s: float,
             sampled_process: str | None = None, others: dict[str, PidSource] | None = None) -> Execution:
     """Run the tool; memory and CPU count ``sampled_process`` only when given (a wrapped tool);
     ``others`` (the target) are sampled from the same top frames."""
+    remote_target = session.target_sampler()     # before the tool starts: it may take an ssh round trip
     started, launched_at = time.monotonic(), time.time()
     timed_out = False
     with (run_dir / STDOUT).open("w") as out, (run_dir / STDERR).open("w") as err:
         proc = session.popen(argv, out, err, run_dir)
         tool_pids = session.pids(proc)
-        sampled = session.sampled_pids(proc, sampled_process)
-        with session.sampler(sampled, others or {}, session.memory_check) as sampler:
-            try:
-                proc.wait(timeout=timeout_s)
-            except subprocess.TimeoutExpired:
-                timed_out = True
-                session.stop(proc, tool_pids())
-            except BaseException:        # Ctrl-C / SIGTERM: never leave the tool running
-                with signals_deferred():
+        try:
+            with session.sampler(session.sampled_pids(proc, sampled_process), others or {}, session.memory_check) \
+                    as sampler, remote_target or nullcontext():
+                try:
+                    proc.wait(timeout=timeout_s)
+                except subprocess.TimeoutExpired:
+                    timed_out = True
                     session.stop(proc, tool_pids())
-                raise
+        except BaseException:        # Ctrl-C / SIGTERM, or a sampler that failed: never leave the tool running
+            with signals_deferred():
+                session.stop(proc, tool_pids())
+            raise
     session.finish(proc)    # before the output is read: a remote tool's files come back here
     sampler.write_csv(run_dir / SAMPLES)
     for name in others or {}:
         sampler.write_csv(run_dir / f"samples-{name}.csv", name)
+    groups = {name: sampler.groups[name] for name in others or {}}
+    if remote_target is not None:
+        remote_target.write_csv(run_dir / "samples-nginx.csv")
+        groups["nginx"] = remote_target.samples
     return Execution(
         exit_code=proc.returncode,
         timed_out=timed_out,
@@ -83,7 +91,8 @@ def execute(session: Session, argv: list[str], run_dir: Path, timeout_s: float,
         samples=sampler.samples,
         stdout=(run_dir / STDOUT).read_text(errors="replace"),
         stderr=(run_dir / STDERR).read_text(errors="replace"),
-        others={name: sampler.groups[name] for name in others or {}},
+        others=groups,
         affinity=sampler.affinity,
         cpu_busy=sampler.cpu_busy,
+        target_cpu_busy=remote_target.cpu_busy if remote_target is not None else None,
     )

@@ -62,8 +62,8 @@ class RunRow(Figures, RunSetup):
     tool_error_p50_ms: float | None = column("lat_p50_ms - wire_p50_ms")
     tool_error_p99_ms: float | None = column("lat_p99_ms - wire_p99_ms")
     # Who is the bottleneck (issue 11): the CPU split and both sides' CPU over the load window.
-    cpus_target: str = column("CPU list Nginx ran on (empty: no isolation)", "")
-    cpus_tool: str = column("CPU list the tool ran on (empty: no isolation)", "")
+    cpus_target: str = column("CPU list Nginx ran on (empty: no isolation; on another machine: all of that one's)", "")
+    cpus_tool: str = column("CPU list the tool ran on (empty: no isolation; on another machine: all of that one's)", "")
     target_cpu_pct: float | None = column("Nginx's CPU (master + workers, + Toxiproxy if it shapes), 100 = one core")
     tool_saturated: bool | None = column("the tool's CPU >= 90% of its cores over the load window")
     target_saturated: bool | None = column("Nginx's CPU >= 90% of its cores over the load window")

@@ -128,12 +128,13 @@ def _new_row(runtime: Runtime, adapter: ToolAdapter, scenario: Scenario, folder:
              repeat: int) -> tuple[Path, RunRow]:
     """The run's folder and its row, status failed until the run proves otherwise."""
     run_dir = folder.run_dir(scenario.id, adapter.name, repeat)
+    cpus_target, cpus_tool = runtime.cpu_columns()
     row = RunRow(tool=adapter.name, tool_version=None, runtime=runtime.name, scenario=scenario.id,
                  vus=scenario.vus, rtt_target_ms=scenario.rtt_ms, duration_s=scenario.duration_s, repeat=repeat,
                  started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
                  run_dir=str(run_dir.relative_to(folder.path)),
                  timing_resolution_ms=adapter.timing_resolution_ms, co_corrected=adapter.co_corrected,
-                 cpus_target=runtime.split.describe()["cpus_target"], cpus_tool=runtime.split.describe()["cpus_tool"])
+                 cpus_target=cpus_target, cpus_tool=cpus_tool)
     return run_dir, row
 
 
@@ -173,12 +174,12 @@ def run_one(runtime: Runtime, adapter: ToolAdapter, scenario: Scenario, folder: 
             if baselines is not None and adapter.name not in baselines and execution.exit_code == 0:
                 baselines[adapter.name] = {"scenario": scenario.id, **bottleneck.measure_baseline(
                     session, adapter, target.url, run_dir, grace)}
-            check_name = session.memory_check_name
+            check_name, target_cores = session.memory_check_name, session.target_cores
             session.save_logs(run_dir)
         meta.update(fill_metrics(row, adapter, spec, execution, grace))
         openmodel.fill_rate(row, scenario, adapter)
         openmodel.fill_stall(row, scenario, stalled)
-        meta.update(bottleneck.fill(row, execution, meta["load_window_s"], runtime.split, check_name))
+        meta.update(bottleneck.fill(row, execution, meta["load_window_s"], runtime.split, check_name, target_cores))
         baseline = (baselines or {}).get(adapter.name)
         if baseline:
             row.mem_per_vu_kb = bottleneck.mem_per_vu_kb(row.mem_avg_mb, baseline["mem_avg_mb"], row.vus)
@@ -247,7 +248,8 @@ def _fill_part(part: RunRow, adapter: ToolAdapter, spec: RunSpec, execution: Exe
         write_meta(spec.out_dir, part, {})
         return None
     meta = fill_metrics(part, adapter, spec, execution, grace)
-    meta.update(bottleneck.fill(part, execution, meta["load_window_s"], runtime.split, session.memory_check_name))
+    meta.update(bottleneck.fill(part, execution, meta["load_window_s"], runtime.split, session.memory_check_name,
+                                session.target_cores))
     histogram = None
     if part.status == "ok":
         try:
@@ -281,6 +283,7 @@ def _merge_parts(row: RunRow, parts: list[RunRow], histograms: list, hosts: list
         values = [getattr(p, name) for p in parts]
         setattr(row, name, None if None in values else sum(values))
     row.tool_saturated = any(p.tool_saturated for p in parts) if all(p.tool_saturated is not None for p in parts) else None
+    row.target_cpu_pct, row.target_saturated = parts[0].target_cpu_pct, parts[0].target_saturated   # sampled once
     row.status = "ok"
     row.notes = (f"merged from {len(parts)} generators started together ("
                  + ", ".join(f"{host}: {p.vus} VUs, {p.requests:,} requests" for host, p in zip(hosts, parts))

@@ -61,6 +61,7 @@ def test_the_tools_run_on_one_host_and_load_nginx_on_another(tmp_path, hosts):
         assert requests > 0 and abs(served - requests) <= 0.01 * requests, (tool, served, requests)
         assert 0 < float(row["rtt_measured_ms"]) < 5 and row["generators"] == "1"
         assert float(row["mem_avg_mb"]) > 0, tool          # sampled by top on the generator host
+        assert float(row["target_cpu_pct"]) > 0, tool      # and Nginx by top on the target host
         run_dir = tmp_path / "latest" / row["run_dir"]
         assert (run_dir / "stdout.txt").stat().st_size > 0 and (run_dir / "nginx.log").is_file()
     assert (tmp_path / "latest" / found["jmeter"]["run_dir"] / "jmeter.jtl").is_file()   # a tool's file, copied back
@@ -92,6 +93,7 @@ def test_two_generators_make_one_merged_row(tmp_path, hosts):
         served = int(row["server_requests"])
         assert abs(served - int(row["requests"])) <= 0.01 * served, (tool, served, row["requests"])
         assert "merged from 2 generators" in row["notes"]
+        assert float(row["target_cpu_pct"]) > 0                 # sampled once, by the first generator's session
         for index in (1, 2):
             part = json.loads((tmp_path / "latest" / row["run_dir"] / f"generator-{index}" / "meta.json").read_text())
             assert part["row"]["vus"] == 10 and part["row"]["status"] == "ok"

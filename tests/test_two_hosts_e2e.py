@@ -3,6 +3,7 @@ sshd in its own namespace, behind a veth), started over ssh; the tools run here 
 the veth. Nothing may remain on either side afterwards."""
 import csv
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -63,7 +64,9 @@ def test_tools_here_load_nginx_on_the_other_host(tmp_path, other_host):
         assert 0 < float(row["rtt_measured_ms"]) < 5, tool
         # tcpdump on this side of the veth saw the tool's requests (the probe and stub_status reads are outside)
         assert abs(int(row["wire_requests"]) - served) <= 0.01 * served, (tool, row["wire_requests"], served)
-        assert row["cpus_target"] == "" and row["cpus_tool"] == ""   # the tool has every CPU here
+        cores = f"0-{len(os.sched_getaffinity(0)) - 1}"
+        assert row["cpus_target"] == row["cpus_tool"] == cores    # two machines: each side has all of its own
+        assert float(row["target_cpu_pct"]) > 0                   # sampled by top on the other host
         assert (tmp_path / "latest" / row["run_dir"] / "nginx.log").is_file()   # fetched over ssh
     environment = json.loads((tmp_path / "latest" / "environment.json").read_text())
     other = environment["target_host"]
@@ -97,6 +100,7 @@ def test_sigint_stops_and_removes_the_remote_nginx(tmp_path, other_host):
     output, _ = proc.communicate(timeout=120)
     assert proc.returncode == 130, output
     assert target_leftovers() == []
+    assert not subprocess.run(["pgrep", "-x", "wrk"], capture_output=True).stdout   # the tool stopped too
 
 
 def test_clean_state_removes_what_a_killed_harness_left_on_the_other_host(other_host):

@@ -47,6 +47,7 @@ class Session(ABC):
     shape_device: str
     capture_device: str          # the generator's end of the link, in generator_netns (--capture)
     explicit_target: str | None = None   # the --target-host address: allowed to be loaded, this run only
+    target_cores: int | None = None      # the target machine's CPUs when it is another machine
 
     @abstractmethod
     def popen(self, argv: list[str], stdout: IO, stderr: IO, run_dir: Path | None = None) -> subprocess.Popen:
@@ -64,6 +65,11 @@ class Session(ABC):
     def sampler(self, pids: PidSource, others: dict[str, PidSource], check: MemoryCheck | None) -> TopSampler:
         """top, where the tool runs."""
         return TopSampler(pids, others=others, check=check)
+
+    def target_sampler(self) -> TopSampler | None:
+        """top on the target's machine when that is another one (None: the tool's top sees Nginx too,
+        through target_pids)."""
+        return None
 
     def stop(self, proc: subprocess.Popen, pids: set[int]) -> None:
         """SIGTERM the tool's processes, then SIGKILL whatever is left after 5 s."""
@@ -121,6 +127,11 @@ class Runtime(AbstractContextManager, ABC):
     def describe(self) -> dict:
         """Runtime facts for the results' environment metadata."""
         return {}
+
+    def cpu_columns(self) -> tuple[str, str]:
+        """The rows' cpus_target and cpus_tool."""
+        described = self.split.describe()
+        return described["cpus_target"], described["cpus_tool"]
 
     def started_facts(self) -> dict:
         """Facts only known once the runtime is entered (the RTT between two hosts), added to

@@ -190,9 +190,12 @@ class RemoteGeneratorSession(Session):
     memory_check_name = "ps RSS on the generator host"
 
     def __init__(self, target: Target, split: CpuSplit, generator: GeneratorHost,
-                 barrier: threading.Barrier | None = None, nginx: "RemoteNginx | None" = None):
+                 barrier: threading.Barrier | None = None, nginx: "RemoteNginx | None" = None,
+                 target_cores: int | None = None):
+        """``nginx``: the target, whose log this session keeps and whose CPU it samples (None: another
+        generator's session of the same run does)."""
         self.target, self.split, self.generator, self._barrier = target, split, generator, barrier
-        self._nginx = nginx
+        self._nginx, self.target_cores = nginx, target_cores
         self.cpus = generator.cores or len(split.tool_cpus)
         # Capture and shaping are refused with generator hosts (preflight, unsupported_reason).
         self.generator_netns, self.target_netns, self.shape_netns = [], [], []
@@ -273,6 +276,9 @@ class RemoteGeneratorSession(Session):
         result = self.generator.ssh.run(shlex.join(["python3", remote, *args]), check=False, timeout=timeout)
         return subprocess.CompletedProcess(result.args, result.returncode, result.stdout.decode(errors="replace"),
                                            result.stderr.decode(errors="replace"))
+
+    def target_sampler(self) -> TopSampler | None:
+        return self._nginx.sampler() if self._nginx is not None else None
 
     def save_logs(self, run_dir: Path) -> None:
         if self._nginx is not None:

@@ -8,8 +8,8 @@ only while the suite lasts. The load crosses the real network between the two ma
 
 Each figure is measured on one side, so the two clocks never meet: latencies, RPS and the RTT on
 the generator's clock, the request count by Nginx's own counter (stub_status, read before and
-after the run). Not supported yet (such runs become rows with status unsupported): RTT shaping
-(scenarios above the native hop) and the stall test; target CPU is not sampled (it is remote).
+after the run); Nginx's CPU by a top run there over ssh. Not supported yet (such runs become rows
+with status unsupported): RTT shaping (scenarios above the native hop) and the stall test.
 """
 from __future__ import annotations
 
@@ -29,11 +29,12 @@ from typing import Iterator
 from harness import PREFIX
 from harness.adapter import ToolAdapter
 from harness.cleanup import signals_deferred
-from harness.cpus import CpuSplit
+from harness.cpus import CpuSplit, format_cpus
 from harness.errors import HarnessError
 from harness.rtt_probe import probe
 from harness.runtimes.base import Runtime, Session, run, undone_on_error
-from harness.runtimes.generator import GeneratorHost, RemoteGeneratorSession, generators_up
+from harness.runtimes.generator import TOP, GeneratorHost, RemoteGeneratorSession, generators_up
+from harness.sampling import TopSampler
 from harness.runtimes.host import HostSession, local_problems
 from harness.scenarios import Scenario
 from harness.ssh import SshHost, parse_ssh_url
@@ -177,10 +178,18 @@ class RemoteNginx:
         result = self.host.run(f"cat {shlex.quote(self.workdir)}/nginx.log", check=False)
         return result.stdout.decode(errors="replace")
 
+    def sampler(self) -> TopSampler:
+        """top on the target host over Nginx's master and workers (their pids read once: Nginx does
+        not fork during a run)."""
+        answer = self.host.text(f"m=$(cat {shlex.quote(self.workdir)}/nginx.pid) && echo $m $(pgrep -P $m)")
+        pids = {int(p) for p in answer.split()}
+        return TopSampler(lambda: pids, local=False, command=self.host.argv(TOP.format(interval=1)))
+
 
 class RemoteTargetSession(HostSession):
-    def __init__(self, target: Target, split: CpuSplit, nginx: RemoteNginx, device: str):
+    def __init__(self, target: Target, split: CpuSplit, nginx: RemoteNginx, device: str, target_cores: int | None):
         super().__init__(target, split, nginx_pid=0)
+        self.target_cores = target_cores
         # Shaping and the stall test are refused (unsupported_reason): nothing runs on the target's side here.
         self.shape_netns, self.target_netns, self.shape_device = [], [], ""
         self.capture_device = device
@@ -188,7 +197,10 @@ class RemoteTargetSession(HostSession):
         self._remote_nginx = nginx
 
     def target_pids(self) -> set[int]:
-        return set()    # on the other host: not sampled
+        return set()    # on the other host: sampled there (target_sampler)
+
+    def target_sampler(self) -> TopSampler:
+        return self._remote_nginx.sampler()
 
     def save_logs(self, run_dir: Path) -> None:
         (run_dir / "nginx.log").write_text(self._remote_nginx.log())
@@ -206,6 +218,7 @@ class RemoteTargetRuntime(Runtime):
         self.generators = [GeneratorHost(parse_ssh_url(g, "--generator-host")) for g in generators or []]
         self._adapters: list[ToolAdapter] = []
         self._rtt: list[dict] = []
+        self._target_cores: int | None = None
 
     @property
     def generator_count(self) -> int:
@@ -236,6 +249,7 @@ class RemoteTargetRuntime(Runtime):
         with undone_on_error(self):
             self._nginx.start()
             self.target.wait_ready()
+            self._target_cores = int(self.remote.text("nproc").strip())
             self._generators = generators_up(self.generators, self._adapters)
             self._generators.__enter__()
             self._rtt = self._measure_rtt()
@@ -265,13 +279,22 @@ class RemoteTargetRuntime(Runtime):
     def sessions(self, adapter: ToolAdapter | None) -> list[Session]:
         """One session per generator; with several, their tools start together (a barrier)."""
         if not self.generators:
-            return [RemoteTargetSession(self.target, self.split, self._nginx, route_device(self.target.host))]
+            return [RemoteTargetSession(self.target, self.split, self._nginx, route_device(self.target.host),
+                                        self._target_cores)]
         barrier = threading.Barrier(len(self.generators)) if len(self.generators) > 1 else None
-        return [RemoteGeneratorSession(self.target, self.split, g, barrier, self._nginx) for g in self.generators]
+        # The first generator's session samples the target: one top there, not one per generator.
+        return [RemoteGeneratorSession(self.target, self.split, g, barrier, self._nginx if i == 0 else None,
+                                       self._target_cores if i == 0 else None)
+                for i, g in enumerate(self.generators)]
 
     @contextmanager
     def session(self, adapter: ToolAdapter) -> Iterator[Session]:
         yield self.sessions(adapter)[0]
+
+    def cpu_columns(self) -> tuple[str, str]:
+        """Two machines: each side has all of its own machine's CPUs (no pool is shared)."""
+        target = format_cpus(tuple(range(self._target_cores))) if self._target_cores else ""
+        return target, format_cpus(self.split.available)
 
     def describe(self) -> dict:
         facts = host_facts(self.remote.text(FACTS_SCRIPT.format(address=shlex.quote(self.remote.address))))
