@@ -4,7 +4,8 @@
 #               CAPTURE=1 (tcpdump: wire latency next to each tool's)
 #               CPUS_TARGET=0  CPUS_TOOL=1  ISOLATION=0 (target and tool share every CPU)
 #               TARGET_HOST=ssh://root@host (Nginx on another machine, RUNTIME=host; README: Two machines)
-#               GENERATOR_HOST= (not supported yet: says what to do instead)
+#               GENERATOR_HOST=ssh://root@a[,ssh://root@b] (the tools there, with TARGET_HOST; several: merged)
+#               LAB_GENERATORS=1|2 (make bench-lab: generator and target hosts made on this machine)
 PY        := .venv/bin/python
 TOOLS     ?= all
 SCENARIOS ?= scenarios/shootout.yaml
@@ -32,7 +33,7 @@ RUN_ARGS = --tools $(TOOLS) --scenarios $(SCENARIOS) --runtime $(RUNTIME) --shap
            $(if $(CAPTURE),--capture) $(if $(TARGET_HOST),--target-host $(TARGET_HOST)) \
            $(if $(GENERATOR_HOST),--generator-host $(GENERATOR_HOST))
 
-.PHONY: deps bench-all bench-quick test test-unit test-e2e list-tools clean-state report
+.PHONY: deps bench-all bench-quick bench-lab test test-unit test-e2e list-tools clean-state report
 
 deps:
 	NEED_DOCKER=$(if $(filter host,$(RUNTIME)),0,1) scripts/deps.sh $(TOOLS)
@@ -44,6 +45,16 @@ bench-all: deps
 bench-quick: SCENARIOS = scenarios/quick.yaml
 bench-quick: deps
 	$(PY) -m harness run $(RUN_ARGS); status=$$?; $(PY) -m analysis.report $(RESULTS_ROOT)/latest; exit $$status
+
+# bench-quick across "machines" made on this one for the run (harness/testhost.py: sshd in network
+# namespaces on one bridge): the tools on LAB_GENERATORS test hosts, Nginx on another (README: Two machines).
+LAB_GENERATORS ?= 1
+bench-lab: SCENARIOS = scenarios/quick.yaml
+bench-lab: RUNTIME = host
+bench-lab:
+	NEED_DOCKER=0 NEED_SSHD=1 scripts/deps.sh $(TOOLS)
+	$(PY) -m harness.testhost --generators $(LAB_GENERATORS) -- $(RUN_ARGS); status=$$?; \
+	$(PY) -m analysis.report $(RESULTS_ROOT)/latest; exit $$status
 
 # RESULTS="results/A results/B" overlays several results folders (two machines, host vs docker...).
 RESULTS ?= $(RESULTS_ROOT)/latest
@@ -72,7 +83,8 @@ list-tools:
 
 # Remove what a killed (kill -9) harness left: namespaces, veths, containers, networks, proxies.
 clean-state:
-	$(PY) -m harness clean-state $(if $(TARGET_HOST),--target-host $(TARGET_HOST))
+	$(PY) -m harness clean-state $(if $(TARGET_HOST),--target-host $(TARGET_HOST)) \
+	    $(if $(GENERATOR_HOST),--generator-host $(GENERATOR_HOST))
 
 # The README's tool table, from tools/<id>/tool.toml (tests/tools/test_manifests.py checks it).
 .PHONY: readme-tools

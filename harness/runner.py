@@ -10,6 +10,7 @@ import os
 import traceback
 import signal
 import time
+from contextlib import ExitStack
 from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
 from pathlib import Path
@@ -33,7 +34,9 @@ from harness import multigen, openmodel, preflight, stall
 console = Console(highlight=False, soft_wrap=True)
 LOCK_FILE = Path(f"/tmp/{PREFIX}.lock")
 SAMPLE_GAP_WARN_S = 2.5  # top frames further apart than this are reported in the row's notes
-SETUP_ESTIMATE_S = 5.0  # per-run overhead assumed for the ETA until one run has been timed
+SETUP_ESTIMATE_S = 5.0
+PROXY_BESIDE_TOOL = ("two machines: Toxiproxy ran beside the tool, on the generator's loopback, and shares its CPUs; "
+                     "its CPU is in neither cpu_avg_pct nor target_cpu_pct")  # per-run overhead assumed for the ETA until one run has been timed
 
 
 @dataclass(frozen=True)
@@ -152,7 +155,7 @@ def run_one(runtime: Runtime, adapter: ToolAdapter, scenario: Scenario, folder: 
                 shaped(session, row.shaper, scenario.rtt_ms, scenario.vus, run_dir) as target:
             ensure_allowed(target.host, allow_external_target, session.explicit_target)
             row.tool_version = session.version(adapter)
-            target.verify()
+            session.verify(target)
             row.rtt_measured_ms = measure_rtt(session, target)
             row.rtt_ok = rtt_ok(row.rtt_measured_ms, scenario.rtt_ms)
             if not row.rtt_ok:
@@ -164,7 +167,8 @@ def run_one(runtime: Runtime, adapter: ToolAdapter, scenario: Scenario, folder: 
             meta["command"] = argv
             before = target.requests_served()
             grace = grace_s(scenario.duration_s, grace)
-            others = {"nginx": session.target_pids, **({"toxiproxy": proxy_pids} if row.shaper == "toxiproxy" else {})}
+            beside_nginx = row.shaper == "toxiproxy" and session.proxy_beside_target
+            others = {"nginx": session.target_pids, **({"toxiproxy": proxy_pids} if beside_nginx else {})}
             with stall.injected(session.target_pids, scenario.stall_at_s, scenario.stall_ms) as stalled, \
                     capture.recording(session, target, run_dir):
                 execution = execute(session, argv, run_dir, scenario.duration_s + grace, adapter.sampled_process,
@@ -177,6 +181,8 @@ def run_one(runtime: Runtime, adapter: ToolAdapter, scenario: Scenario, folder: 
             check_name, target_cores = session.memory_check_name, session.target_cores
             session.save_logs(run_dir)
         meta.update(fill_metrics(row, adapter, spec, execution, grace))
+        if row.shaper == "toxiproxy" and not beside_nginx:
+            row.notes = "; ".join(filter(None, [row.notes, PROXY_BESIDE_TOOL]))
         openmodel.fill_rate(row, scenario, adapter)
         openmodel.fill_stall(row, scenario, stalled)
         meta.update(bottleneck.fill(row, execution, meta["load_window_s"], runtime.split, check_name, target_cores))
@@ -197,27 +203,37 @@ def run_one(runtime: Runtime, adapter: ToolAdapter, scenario: Scenario, folder: 
 
 
 def run_merged(runtime: Runtime, adapter: ToolAdapter, scenario: Scenario, folder: ResultsFolder,
-               grace: float | None = None, allow_external_target: bool = False, repeat: int = 1) -> RunRow:
+               shaper: str = "none", grace: float | None = None, allow_external_target: bool = False,
+               repeat: int = 1) -> RunRow:
     """One run spread over every generator host (harness/multigen.py): each part in
-    ``generator-<i>/`` with its own meta.json, the row merged from the parts."""
+    ``generator-<i>/`` with its own meta.json (and its own latency proxy when shaped), the row
+    merged from the parts."""
     run_dir, row = _new_row(runtime, adapter, scenario, folder, repeat)
+    row.shaper = shaper if scenario.needs_shaping else "none"
     sessions = runtime.sessions(adapter)
     row.generators = len(sessions)
     meta: dict = {"concurrency_model": adapter.concurrency_model, "scenario": scenario.model_dump(), "parts": []}
     try:
-        target = sessions[0].target
-        ensure_allowed(target.host, allow_external_target, sessions[0].explicit_target)
-        target.verify()
-        specs = [RunSpec(url=target.url, vus=vus, duration_s=scenario.duration_s, cpus=session.cpus, per_request=True,
-                         out_dir=run_dir / multigen.PART_DIR.format(index=i + 1))
-                 for i, (session, vus) in enumerate(zip(sessions, multigen.split_vus(scenario.vus, len(sessions))))]
-        parts = [_new_part(row, session, adapter, target, spec) for session, spec in zip(sessions, specs)]
-        grace = grace_s(scenario.duration_s, grace)
-        before = target.requests_served()
-        executions = multigen.execute_together([(s, adapter.command(spec), spec.out_dir) for s, spec in zip(sessions, specs)],
-                                               scenario.duration_s + grace, adapter.sampled_process)
-        row.server_requests = target.requests_served() - before - 1
-        sessions[0].save_logs(run_dir)
+        with ExitStack() as stack:
+            vus = multigen.split_vus(scenario.vus, len(sessions))
+            folders = [run_dir / multigen.PART_DIR.format(index=i + 1) for i in range(len(sessions))]
+            for part_dir in folders:
+                part_dir.mkdir(exist_ok=True)
+            targets = [stack.enter_context(shaped(s, row.shaper, scenario.rtt_ms, n, d))
+                       for s, n, d in zip(sessions, vus, folders)]
+            for session, target in zip(sessions, targets):
+                ensure_allowed(target.host, allow_external_target, session.explicit_target)
+                session.verify(target)
+            specs = [RunSpec(url=target.url, vus=n, duration_s=scenario.duration_s, cpus=session.cpus, per_request=True,
+                             out_dir=part_dir) for session, target, n, part_dir in zip(sessions, targets, vus, folders)]
+            parts = [_new_part(row, *part, adapter) for part in zip(sessions, targets, specs)]
+            grace = grace_s(scenario.duration_s, grace)
+            before = targets[0].requests_served()
+            executions = multigen.execute_together(
+                [(s, adapter.command(spec), spec.out_dir) for s, spec in zip(sessions, specs)],
+                scenario.duration_s + grace, adapter.sampled_process)
+            row.server_requests = targets[0].requests_served() - before - 1
+            sessions[0].save_logs(run_dir)
         histograms = [_fill_part(part, adapter, spec, execution, grace, runtime, session)
                       for part, spec, execution, session in zip(parts, specs, executions, sessions)]
         _merge_parts(row, parts, histograms, [s.generator.ssh.url for s in sessions], meta)
@@ -230,8 +246,7 @@ def run_merged(runtime: Runtime, adapter: ToolAdapter, scenario: Scenario, folde
     return row
 
 
-def _new_part(row: RunRow, session: Session, adapter: ToolAdapter, target: Target, spec: RunSpec) -> RunRow:
-    spec.out_dir.mkdir(exist_ok=True)
+def _new_part(row: RunRow, session: Session, target: Target, spec: RunSpec, adapter: ToolAdapter) -> RunRow:
     part = RunRow(**{**{f.name: getattr(row, f.name) for f in fields(RunRow)}, "vus": spec.vus,
                      "run_dir": str(Path(row.run_dir) / spec.out_dir.name)})
     part.tool_version = session.version(adapter)
@@ -323,6 +338,12 @@ def _summarise(row: RunRow, all_cpus: int) -> None:
 
 def _choose_shaper(plan: Plan, runtime: Runtime) -> ShaperChoice:
     needs = any(s.needs_shaping and runtime.unsupported_reason(s) is None for s in plan.scenarios)
+    if needs and runtime.netem_refused:
+        if plan.shaper == "netem":
+            raise HarnessError(f"--shaper netem: {runtime.netem_refused}")
+        choice = ShaperChoice("toxiproxy", runtime.netem_refused if plan.shaper == "auto" else "requested")
+        console.print(f"RTT shaping: {choice.kind} ({choice.reason})")
+        return choice
     netem_ok, netem_error = netem_available() if needs else (False, "")
     choice = choose_shaper(plan.shaper, needs, netem_ok, netem_error)
     if needs:
@@ -378,8 +399,8 @@ def run_suite(plan: Plan, runtime: Runtime | None = None) -> tuple[ResultsFolder
                 elif reason := openmodel.unsupported_reason(scenario, adapter) or runtime.unsupported_reason(scenario):
                     row = _unrunnable(runtime, adapter, scenario, folder, reason, repeat, status="unsupported")
                 elif runtime.generator_count > 1:
-                    row = run_merged(runtime, adapter, scenario, folder, plan.grace_s, plan.allow_external_target,
-                                     repeat)
+                    row = run_merged(runtime, adapter, scenario, folder, shaper.kind, plan.grace_s,
+                                     plan.allow_external_target, repeat)
                 else:
                     row = run_one(runtime, adapter, scenario, folder, shaper.kind, plan.grace_s,
                                   plan.allow_external_target, repeat,

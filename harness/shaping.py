@@ -16,7 +16,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import psutil
 
@@ -116,8 +116,9 @@ def shaped(session: Session, kind: str, rtt_ms: float, vus: int, log_dir: Path) 
         raise HarnessError(f"unknown shaper {kind!r}")
 
 
-def _api(host: str, method: str, path: str, body: dict | None = None) -> dict:
-    conn = http.client.HTTPConnection(host, API_PORT, timeout=5)
+def call_api(host: str, port: int, method: str, path: str, body: dict | None = None) -> dict:
+    """One Toxiproxy API call over HTTP from here."""
+    conn = http.client.HTTPConnection(host, port, timeout=5)
     try:
         conn.request(method, path, body=json.dumps(body) if body else None,
                      headers={"Content-Type": "application/json"})
@@ -132,26 +133,23 @@ def _api(host: str, method: str, path: str, body: dict | None = None) -> dict:
 
 @contextmanager
 def _toxiproxy(session: Session, rtt_ms: float, log_dir: Path) -> Iterator[Target]:
-    host = session.target.host
+    """Toxiproxy where the session places it (beside Nginx, or beside the tool on two machines)."""
+    listen, upstream = session.proxy_place()
+    api = lambda *call: session.proxy_api(listen, API_PORT, *call)  # noqa: E731
     with (log_dir / "toxiproxy.log").open("w") as log:
-        proc = subprocess.Popen([*session.target_netns, str(TOXIPROXY_BIN), "-host", host, "-port", str(API_PORT)],
-                                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+        proc = session.start_proxy([str(TOXIPROXY_BIN), "-host", listen, "-port", str(API_PORT)], log)
         try:
-            _wait_for_api(host, proc)
-            _api(host, "POST", "/proxies", {"name": PREFIX, "listen": f"{host}:{PROXY_PORT}",
-                                            "upstream": f"127.0.0.1:{session.target.port}", "enabled": True})
-            _api(host, "POST", f"/proxies/{PREFIX}/toxics",
-                 {"name": "rtt", "type": "latency", "stream": "downstream", "toxicity": 1.0,
-                  "attributes": {"latency": round(rtt_ms), "jitter": 0}})
-            yield Target(host, PROXY_PORT, status_port=session.target.status_port)
+            _wait_for_api(api, proc)
+            api("POST", "/proxies", {"name": PREFIX, "listen": f"{listen}:{PROXY_PORT}",
+                                     "upstream": f"{upstream}:{session.target.port}", "enabled": True})
+            api("POST", f"/proxies/{PREFIX}/toxics",
+                {"name": "rtt", "type": "latency", "stream": "downstream", "toxicity": 1.0,
+                 "attributes": {"latency": round(rtt_ms), "jitter": 0}})
+            yield Target(listen, PROXY_PORT, status_port=session.target.status_port,
+                         status_host=None if listen == session.target.host else session.target.host)
         finally:
             with signals_deferred():
-                proc.terminate()
-                try:
-                    proc.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait(timeout=10)
+                session.stop_proxy(proc)
 
 
 def proxy_pids() -> set[int]:
@@ -163,11 +161,11 @@ def proxy_pids() -> set[int]:
     return found
 
 
-def _wait_for_api(host: str, proc: subprocess.Popen, timeout_s: float = 15) -> None:
+def _wait_for_api(api: Callable[..., dict], proc: subprocess.Popen, timeout_s: float = 15) -> None:
     deadline = time.monotonic() + timeout_s
     while True:
         try:
-            _api(host, "GET", "/version")
+            api("GET", "/version")
             return
         except (OSError, HarnessError):
             if proc.poll() is not None or time.monotonic() > deadline:

@@ -59,6 +59,7 @@ class Target:
     host: str
     port: int = 80          # where the load goes (Nginx itself, or a latency proxy in front of it)
     status_port: int = 80   # Nginx itself, for stub_status
+    status_host: str | None = None   # Nginx's address when ``host`` is a proxy elsewhere (None: host)
 
     @property
     def path(self) -> str:
@@ -68,8 +69,8 @@ class Target:
     def url(self) -> str:
         return f"http://{self.host}:{self.port}{self.path}"
 
-    def _connection(self, timeout_s: float = 5.0, port: int | None = None) -> http.client.HTTPConnection:
-        return http.client.HTTPConnection(self.host, port or self.port, timeout=timeout_s)
+    def _connection(self, timeout_s: float = 5.0, port: int | None = None, host: str | None = None) -> http.client.HTTPConnection:
+        return http.client.HTTPConnection(host or self.host, port or self.port, timeout=timeout_s)
 
     def wait_ready(self, timeout_s: float = 30.0) -> None:
         deadline = time.monotonic() + timeout_s
@@ -109,7 +110,7 @@ class Target:
 
     def requests_served(self) -> int:
         """Nginx's stub_status request total (it counts this request too)."""
-        conn = self._connection(port=self.status_port)
+        conn = self._connection(port=self.status_port, host=self.status_host)
         try:
             conn.request("GET", STATUS_PATH)
             text = conn.getresponse().read().decode()

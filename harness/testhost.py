@@ -223,3 +223,30 @@ def second_host() -> Iterator[TestHost]:
     """One other machine (the two-host tests' target)."""
     with lab(1) as (host,):
         yield host
+
+
+def main(argv: list[str]) -> int:
+    """``python -m harness.testhost --generators N -- RUN ARGS``: `harness run RUN ARGS` with the tools
+    on N test hosts and Nginx on one more, all made here for the run (make bench-lab)."""
+    import argparse
+    import sys
+    parser = argparse.ArgumentParser(prog="harness.testhost")
+    parser.add_argument("--generators", type=int, default=1, choices=range(1, MAX_HOSTS))
+    parser.add_argument("run_args", nargs=argparse.REMAINDER)
+    args = parser.parse_args(argv)
+    run_args = args.run_args[1:] if args.run_args[:1] == ["--"] else args.run_args
+    try:
+        with lab(args.generators + 1) as hosts:
+            *generators, target = hosts
+            env = {**os.environ, "LTH_SSH_CONFIG": str(target.ssh_config)}
+            print(f"test hosts: generators {', '.join(h.url for h in generators)}; target {target.url}", flush=True)
+            return subprocess.call([sys.executable, "-m", "harness", "run", *run_args, "--target-host", target.url,
+                                    "--generator-host", ",".join(h.url for h in generators)], env=env)
+    except HarnessError as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        return 2
+
+
+if __name__ == "__main__":
+    import sys
+    sys.exit(main(sys.argv[1:]))

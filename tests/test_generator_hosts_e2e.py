@@ -105,6 +105,22 @@ def test_two_generators_make_one_merged_row(tmp_path, hosts):
     assert found["ab"]["lat_p50_ms"] == "" and "percentiles stay empty" in found["ab"]["notes"]
 
 
+def test_two_generators_shape_with_a_proxy_each(tmp_path, hosts):
+    a, b, c = hosts
+    result = harness("run", "--runtime", "host", "--target-host", c.url, "--generator-host", f"{a.url},{b.url}",
+                     "--tools", "wrk", "--scenarios", "scenarios/shootout.yaml:vu20-rtt10", "--duration", "3",
+                     "--results-root", str(tmp_path))
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    row = rows(tmp_path)["wrk"]
+    assert row["status"] == "ok" and row["shaper"] == "toxiproxy" and row["generators"] == "2", row["error"]
+    assert 9 <= float(row["rtt_measured_ms"]) <= 13
+    assert int(row["requests"]) == sum(part_requests(tmp_path, row))
+    for index in (1, 2):     # each generator host had its own proxy, on its loopback
+        part = tmp_path / "latest" / row["run_dir"] / f"generator-{index}"
+        assert (part / "toxiproxy.log").is_file()
+        assert json.loads((part / "meta.json").read_text())["row"]["rtt_measured_ms"] >= 9
+
+
 def test_sigint_stops_the_tool_on_the_generator_host(tmp_path, hosts):
     a, _, c = hosts
     proc = subprocess.Popen([sys.executable, "-m", "harness", "run", "--runtime", "host", "--target-host", c.url,

@@ -77,14 +77,27 @@ def test_tools_here_load_nginx_on_the_other_host(tmp_path, other_host):
     assert 0 < environment["rtt_between_hosts"]["median_ms"] < 5
 
 
-def test_a_shaped_scenario_is_unsupported_with_a_remote_target(tmp_path, other_host):
+def test_a_shaped_scenario_runs_through_toxiproxy_beside_the_tool(tmp_path, other_host):
     result = harness("run", "--runtime", "host", "--target-host", other_host.url, "--tools", "wrk",
                      "--scenarios", "scenarios/shootout.yaml:vu20-rtt10", "--duration", "3",
                      "--results-root", str(tmp_path))
-    rows = list(csv.DictReader((tmp_path / "latest" / "runs.csv").open()))
-    assert [r["status"] for r in rows] == ["unsupported"], result.stdout[-2000:]
-    assert "RTT shaping with --target-host is not supported yet" in rows[0]["error"]
-    assert "RTT shaping: toxiproxy" not in result.stdout and "RTT shaping: netem" not in result.stdout
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    assert "RTT shaping: toxiproxy (with --target-host the RTT is shaped on the generator side" in result.stdout
+    (row,) = csv.DictReader((tmp_path / "latest" / "runs.csv").open())
+    assert row["status"] == "ok" and row["shaper"] == "toxiproxy", row["error"]
+    assert 9 <= float(row["rtt_measured_ms"]) <= 13       # the 10 ms toxic on top of the veth's hop
+    requests, served = int(row["requests"]), int(row["server_requests"])
+    assert abs(served - requests) <= 0.01 * requests       # counted by Nginx itself, not through the proxy
+    assert "Toxiproxy ran beside the tool" in row["notes"]
+    assert (tmp_path / "latest" / row["run_dir"] / "toxiproxy.log").is_file()
+
+
+def test_netem_is_refused_across_two_machines_in_one_line(tmp_path, other_host):
+    result = harness("run", "--runtime", "host", "--target-host", other_host.url, "--tools", "wrk", "--shaper", "netem",
+                     "--scenarios", "scenarios/shootout.yaml:vu20-rtt10", "--duration", "3",
+                     "--results-root", str(tmp_path))
+    assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert "--shaper netem: with --target-host the RTT is shaped on the generator side by Toxiproxy" in result.stderr
 
 
 def test_sigint_stops_and_removes_the_remote_nginx(tmp_path, other_host):

@@ -66,6 +66,36 @@ class Session(ABC):
         """top, where the tool runs."""
         return TopSampler(pids, others=others, check=check)
 
+    # A latency proxy (Toxiproxy) runs beside Nginx, on the target's CPUs, on one machine; on two
+    # machines it runs beside the tool (the generator side), listening on that machine's loopback.
+    proxy_beside_target = True
+
+    def proxy_place(self) -> tuple[str, str]:
+        """(the address the proxy listens on and the tool connects to, the address it forwards to)."""
+        return self.target.host, "127.0.0.1"
+
+    def start_proxy(self, argv: list[str], log: IO) -> subprocess.Popen:
+        """Start the proxy server where proxy_place says; the returned process ends with it."""
+        return subprocess.Popen([*self.target_netns, *argv], stdout=log, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+
+    def stop_proxy(self, proc: subprocess.Popen) -> None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+    def proxy_api(self, host: str, port: int, method: str, path: str, body: dict | None = None) -> dict:
+        """One call to the proxy's HTTP API (listening on ``host``:``port`` where the proxy runs)."""
+        from harness.shaping import call_api
+        return call_api(host, port, method, path, body)
+
+    def verify(self, target: Target) -> None:
+        """The TechEmpower-style check of the target as the tool will address it, from here."""
+        target.verify()
+
     def target_sampler(self) -> TopSampler | None:
         """top on the target's machine when that is another one (None: the tool's top sees Nginx too,
         through target_pids)."""
@@ -106,6 +136,7 @@ class Runtime(AbstractContextManager, ABC):
     name: str
     split: CpuSplit = NO_SPLIT   # set by the runner before the runtime is entered
     generator_count = 1          # more: every run is split over that many generator hosts (sessions)
+    netem_refused: str | None = None   # why this runtime never shapes with netem (None: it may)
 
     @abstractmethod
     def problems(self, adapters: list[ToolAdapter]) -> list[str]:

@@ -16,6 +16,7 @@ here (`make deps RUNTIME=host` on that machine, the same /opt/lth layout). Per r
 from __future__ import annotations
 
 import io
+import json
 import secrets
 import shlex
 import subprocess
@@ -61,6 +62,21 @@ done
 CHECK = """for b in {binaries}; do [ -x "$b" ] || command -v "$b" >/dev/null || echo "missing $b"; done
 for c in top ps python3 tar; do command -v $c >/dev/null || echo "missing $c"; done
 true
+"""
+PROXY = """cd {workdir}
+[ -x {binary} ] || {{ echo "{binary} is not installed on $(hostname): run make deps there" >&2; exit 3; }}
+echo $$ > {workdir}/proxy.pid
+exec {argv} </dev/null
+"""
+STOP_PROXY = "kill -TERM $(cat {workdir}/proxy.pid) 2>/dev/null; rm -f {workdir}/proxy.pid; true"
+# One HTTP call to an API on the generator host's loopback: argv host port method path body.
+API_CALL = """import http.client, sys
+host, port, method, path, body = sys.argv[1:6]
+conn = http.client.HTTPConnection(host, int(port), timeout=5)
+conn.request(method, path, body=body or None, headers={"Content-Type": "application/json"})
+response = conn.getresponse()
+sys.stdout.write(response.read().decode())
+sys.exit(0 if response.status < 300 else 1)
 """
 # The tools still running in a generator folder (their working directory is a run's folder there),
 # then the folders: at the end of a suite (also after Ctrl-C) and by clean-state --generator-host.
@@ -279,6 +295,37 @@ class RemoteGeneratorSession(Session):
 
     def target_sampler(self) -> TopSampler | None:
         return self._nginx.sampler() if self._nginx is not None else None
+
+    # Two machines: a latency proxy runs on the generator host, on its loopback, forwarding to Nginx.
+    proxy_beside_target = False
+
+    def proxy_place(self) -> tuple[str, str]:
+        return "127.0.0.1", self.target.host
+
+    def start_proxy(self, argv: list[str], log: IO) -> subprocess.Popen:
+        script = PROXY.format(workdir=self.generator.workdir, binary=shlex.quote(argv[0]), argv=shlex.join(argv))
+        return subprocess.Popen(self.generator.ssh.argv(script), stdout=log, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+
+    def stop_proxy(self, proc: subprocess.Popen) -> None:
+        self.generator.ssh.run(STOP_PROXY.format(workdir=self.generator.workdir), check=False, timeout=30)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+    def proxy_api(self, host: str, port: int, method: str, path: str, body: dict | None = None) -> dict:
+        argv = ["python3", "-c", API_CALL, host, str(port), method, path, json.dumps(body) if body else ""]
+        result = self.generator.ssh.run(shlex.join(argv), check=False, timeout=30)
+        if result.returncode != 0:
+            raise HarnessError(f"toxiproxy API {method} {path} on {self.generator.ssh.url} failed: "
+                               f"{(result.stdout or result.stderr).decode(errors='replace')[-200:]}")
+        return json.loads(result.stdout) if result.stdout.strip() else {}
+
+    def verify(self, target: Target) -> None:
+        """Nginx itself, from here (a proxy on the generator's loopback is exercised by the RTT probe)."""
+        self.target.verify()
 
     def save_logs(self, run_dir: Path) -> None:
         if self._nginx is not None:
