@@ -164,7 +164,7 @@ def run_one(runtime: Runtime, adapter: ToolAdapter, scenario: Scenario, folder: 
             spec = RunSpec(url=target.url, vus=scenario.vus, duration_s=scenario.duration_s,
                            out_dir=run_dir, cpus=session.cpus, rate_rps=openmodel.rate_for(scenario, adapter))
             argv = adapter.command(spec)
-            meta["command"] = argv
+            meta["command"], meta["ran_on"] = argv, session.where
             before = target.requests_served()
             grace = grace_s(scenario.duration_s, grace)
             beside_nginx = row.shaper == "toxiproxy" and session.proxy_beside_target
@@ -260,9 +260,9 @@ def _fill_part(part: RunRow, adapter: ToolAdapter, spec: RunSpec, execution: Exe
     """One generator's row (in its folder's meta.json) and its latency histogram."""
     if isinstance(execution, BaseException):
         part.status, part.error = "failed", f"{type(execution).__name__}: {execution}"
-        write_meta(spec.out_dir, part, {})
+        write_meta(spec.out_dir, part, {"ran_on": session.where})
         return None
-    meta = fill_metrics(part, adapter, spec, execution, grace)
+    meta = {"ran_on": session.where, **fill_metrics(part, adapter, spec, execution, grace)}
     meta.update(bottleneck.fill(part, execution, meta["load_window_s"], runtime.split, session.memory_check_name,
                                 session.target_cores))
     histogram = None

@@ -4,6 +4,7 @@ generator hosts' namespaces, started over ssh; their files come back here. Nothi
 any side afterwards."""
 import csv
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -138,6 +139,19 @@ def test_sigint_stops_the_tool_on_the_generator_host(tmp_path, hosts):
     output, _ = proc.communicate(timeout=120)
     assert proc.returncode == 130, output
     assert not subprocess.run(["pgrep", "-x", "wrk"], capture_output=True).stdout
+
+
+def test_a_hung_tool_on_a_generator_host_is_killed_there(tmp_path, hosts):
+    a, _, c = hosts
+    faults = str(REPO / "tests" / "fault_tools")
+    result = subprocess.run([sys.executable, "-m", "harness", "run", "--runtime", "host", "--target-host", c.url,
+                             "--generator-host", a.url, "--tools", "fault-hang", "--scenarios", SCENARIO,
+                             "--duration", "2", "--grace", "2", "--results-root", str(tmp_path)],
+                            cwd=REPO, capture_output=True, text=True, timeout=300,
+                            env={**os.environ, "LTH_EXTRA_TOOLS": faults})
+    (row,) = rows(tmp_path).values()
+    assert row["status"] == "timeout", result.stdout[-2000:] + result.stderr[-2000:]
+    # It ignores SIGTERM and leaves a child: the fixture checks only sshd is left on every host.
 
 
 def test_clean_state_stops_what_a_killed_harness_left_on_a_generator_host(hosts):

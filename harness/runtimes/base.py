@@ -47,6 +47,7 @@ class Session(ABC):
     shape_device: str
     capture_device: str          # the generator's end of the link, in generator_netns (--capture)
     explicit_target: str | None = None   # the --target-host address: allowed to be loaded, this run only
+    where = "this machine"               # where the tool runs, for meta.json (a generator host's URL)
     target_cores: int | None = None      # the target machine's CPUs when it is another machine
 
     @abstractmethod

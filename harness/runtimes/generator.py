@@ -54,10 +54,12 @@ read go
 [ "$go" = go ]
 exec {argv} >{run}/stdout.txt 2>{run}/stderr.txt </dev/null
 """
-STOP = """for sig in TERM KILL; do
-  kill -$sig {pids} 2>/dev/null || exit 0
-  i=0; while kill -0 {pids} 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done
+STOP = """alive() {{ for p in {pids}; do kill -0 $p 2>/dev/null && return 0; done; return 1; }}
+for sig in TERM KILL; do
+  kill -$sig {pids} 2>/dev/null
+  i=0; while alive && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done
 done
+true
 """
 CHECK = """for b in {binaries}; do [ -x "$b" ] || command -v "$b" >/dev/null || echo "missing $b"; done
 for c in top ps python3 tar; do command -v $c >/dev/null || echo "missing $c"; done
@@ -212,6 +214,7 @@ class RemoteGeneratorSession(Session):
         generator's session of the same run does)."""
         self.target, self.split, self.generator, self._barrier = target, split, generator, barrier
         self._nginx, self.target_cores = nginx, target_cores
+        self.where = f"{generator.ssh.url} (paths under {REPO_ROOT} as copied to {generator.workdir})"
         self.cpus = generator.cores or len(split.tool_cpus)
         # Capture and shaping are refused with generator hosts (preflight, unsupported_reason).
         self.generator_netns, self.target_netns, self.shape_netns = [], [], []
