@@ -1,4 +1,5 @@
-"""One scenario on several generator hosts at once (``--generator-host a,b``): the VUs split evenly,
+"""One scenario on several generator hosts at once (``--generator-host a,b``): the VUs (and a rate
+scenario's arrival rate) split evenly,
 the tools released together (the launcher's barrier, harness/runtimes/generator.py), each part
 parsed on its own, and one row merged from the parts.
 
@@ -24,9 +25,9 @@ PART_DIR = "generator-{index}"
 HISTOGRAM_CSV = "latency-histogram.csv"
 
 
-def split_vus(vus: int, parts: int) -> list[int]:
-    """``vus`` as even as whole numbers allow: 20 over 3 -> 7, 7, 6."""
-    return [vus // parts + (1 if i < vus % parts else 0) for i in range(parts)]
+def split_evenly(total: int, parts: int) -> list[int]:
+    """VUs or an arrival rate, as even as whole numbers allow: 20 over 3 -> 7, 7, 6."""
+    return [total // parts + (1 if i < total % parts else 0) for i in range(parts)]
 
 
 def execute_together(runs: list[tuple[Session, list[str], Path]], timeout_s: float,

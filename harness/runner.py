@@ -215,7 +215,9 @@ def run_merged(runtime: Runtime, adapter: ToolAdapter, scenario: Scenario, folde
     meta: dict = {"concurrency_model": adapter.concurrency_model, "scenario": scenario.model_dump(), "parts": []}
     try:
         with ExitStack() as stack:
-            vus = multigen.split_vus(scenario.vus, len(sessions))
+            vus = multigen.split_evenly(scenario.vus, len(sessions))
+            rate = openmodel.rate_for(scenario, adapter)
+            rates = multigen.split_evenly(rate, len(sessions)) if rate else [None] * len(sessions)
             folders = [run_dir / multigen.PART_DIR.format(index=i + 1) for i in range(len(sessions))]
             for part_dir in folders:
                 part_dir.mkdir(exist_ok=True)
@@ -225,7 +227,8 @@ def run_merged(runtime: Runtime, adapter: ToolAdapter, scenario: Scenario, folde
                 ensure_allowed(target.host, allow_external_target, session.explicit_target)
                 session.verify(target)
             specs = [RunSpec(url=target.url, vus=n, duration_s=scenario.duration_s, cpus=session.cpus, per_request=True,
-                             out_dir=part_dir) for session, target, n, part_dir in zip(sessions, targets, vus, folders)]
+                             rate_rps=part_rate, out_dir=part_dir)
+                     for session, target, n, part_rate, part_dir in zip(sessions, targets, vus, rates, folders)]
             parts = [_new_part(row, *part, adapter) for part in zip(sessions, targets, specs)]
             grace = grace_s(scenario.duration_s, grace)
             before = targets[0].requests_served()
@@ -237,6 +240,7 @@ def run_merged(runtime: Runtime, adapter: ToolAdapter, scenario: Scenario, folde
         histograms = [_fill_part(part, adapter, spec, execution, grace, runtime, session)
                       for part, spec, execution, session in zip(parts, specs, executions, sessions)]
         _merge_parts(row, parts, histograms, [s.generator.ssh.url for s in sessions], meta)
+        openmodel.fill_rate(row, scenario, adapter)
     except HarnessError as exc:
         row.status, row.error = "failed", str(exc)
     except Exception as exc:  # noqa: BLE001 - a bug or crash in one run must not sink the suite

@@ -122,23 +122,36 @@ def test_two_generators_shape_with_a_proxy_each(tmp_path, hosts):
         assert json.loads((part / "meta.json").read_text())["row"]["rtt_measured_ms"] >= 9
 
 
-def test_sigint_stops_the_tool_on_the_generator_host(tmp_path, hosts):
-    a, _, c = hosts
+def test_a_rate_scenario_splits_its_rate_over_the_generators(tmp_path, hosts):
+    a, b, c = hosts
+    result = harness("run", "--runtime", "host", "--target-host", c.url, "--generator-host", f"{a.url},{b.url}",
+                     "--tools", "oha", "--scenarios", "scenarios/open-model.yaml:rate1000-rtt0.1", "--duration", "3",
+                     "--results-root", str(tmp_path))
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    row = rows(tmp_path)["oha"]
+    assert row["status"] == "ok" and row["generators"] == "2" and row["rate_ok"] == "True", row
+    assert 950 <= float(row["rate_achieved_rps"]) <= 1050     # 500/s each: the whole rate on each would give 2000
+
+
+@pytest.mark.parametrize("generators, scenario", [(1, SCENARIO), (2, "scenarios/shootout.yaml:vu20-rtt10")])
+def test_sigint_stops_the_tools_on_the_generator_hosts(tmp_path, hosts, generators, scenario):
+    *on, c = hosts[:generators] + [hosts[2]]
     proc = subprocess.Popen([sys.executable, "-m", "harness", "run", "--runtime", "host", "--target-host", c.url,
-                             "--generator-host", a.url, "--tools", "wrk", "--scenarios", SCENARIO,
+                             "--generator-host", ",".join(h.url for h in on), "--tools", "wrk", "--scenarios", scenario,
                              "--duration", "60", "--results-root", str(tmp_path)], cwd=REPO, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 60
-    while not (wrk := subprocess.run(["pgrep", "-x", "wrk"], capture_output=True, text=True).stdout.split()) \
-            and time.monotonic() < deadline:
+    while len(wrk := subprocess.run(["pgrep", "-x", "wrk"], capture_output=True, text=True).stdout.split()) \
+            < generators and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert wrk, "wrk should be running"
-    where = subprocess.run(["ip", "netns", "identify", wrk[0]], capture_output=True, text=True).stdout.strip()
-    assert where == a.netns                # it runs on the generator host, not here
+    assert len(wrk) == generators, "wrk should be running on every generator host"
+    where = {subprocess.run(["ip", "netns", "identify", pid], capture_output=True, text=True).stdout.strip() for pid in wrk}
+    assert where == {h.netns for h in on}         # it runs on the generator hosts, not here
     proc.send_signal(signal.SIGINT)
     output, _ = proc.communicate(timeout=120)
     assert proc.returncode == 130, output
     assert not subprocess.run(["pgrep", "-x", "wrk"], capture_output=True).stdout
+    assert not subprocess.run(["pgrep", "-f", "toxiproxy-server"], capture_output=True).stdout   # the proxies too
 
 
 def test_a_hung_tool_on_a_generator_host_is_killed_there(tmp_path, hosts):

@@ -7,7 +7,7 @@ import pytest
 
 from conftest import FIXTURES
 from harness.adapter import Figures, LatencyHistogram, RunSpec, ToolOutput
-from harness.multigen import merged_figures, split_vus
+from harness.multigen import merged_figures, split_evenly
 from harness.registry import discover
 from harness.runtimes.generator import ProcessTable
 
@@ -17,7 +17,7 @@ PARTS = [FIXTURES / "multigen" / f"wrk-generator-{i}.stdout" for i in (1, 2)]
 @pytest.mark.parametrize("vus, parts, expected", [(20, 2, [10, 10]), (20, 3, [7, 7, 6]), (1000, 4, [250] * 4),
                                                   (3, 2, [2, 1])])
 def test_vus_are_split_as_evenly_as_whole_numbers_allow(vus, parts, expected):
-    assert split_vus(vus, parts) == expected and sum(split_vus(vus, parts)) == vus
+    assert split_evenly(vus, parts) == expected and sum(split_evenly(vus, parts)) == vus
 
 
 def wrk_part(path: Path) -> tuple[Figures, LatencyHistogram]:

@@ -331,6 +331,8 @@ class RemoteTargetRuntime(Runtime):
     def unsupported_reason(self, scenario: Scenario) -> str | None:
         if scenario.stall_ms is not None:
             return "the stall test freezes Nginx's processes, which are on another host with --target-host: not supported yet"
-        if scenario.rate_rps is not None and len(self.generators) > 1:
-            return "a rate scenario with several generator hosts is not supported yet (the rate would need splitting)"
+        parts = len(self.generators)
+        if parts > 1 and (scenario.vus < parts or (scenario.rate_rps or parts) < parts):
+            return (f"{parts} generator hosts need at least one VU{' and 1 request/s' if scenario.rate_rps else ''} "
+                    f"each: the scenario has {scenario.vus} VUs" + (f", {scenario.rate_rps} requests/s" if scenario.rate_rps else ""))
         return None
