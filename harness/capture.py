@@ -21,6 +21,7 @@ from typing import Iterator
 
 from harness import PREFIX
 from harness.cleanup import signals_deferred
+from harness.processes import end_process
 from harness.results import RunRow
 from harness.runtimes.base import Session
 from harness.target import Target
@@ -159,13 +160,7 @@ def _note(row: RunRow, text: str) -> None:
 
 def _stop(proc: subprocess.Popen) -> None:
     """SIGINT lets tcpdump flush the file and print its counters."""
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGINT)
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=10)
+    end_process(proc, signal.SIGINT)
 
 
 def _counters(log: str) -> dict:

@@ -25,6 +25,8 @@ from typing import Callable
 
 import psutil
 
+from harness.processes import end_process
+
 PidSource = Callable[[], set[int]]
 # One CPU's summary from top -1; fields can touch ("0.0 ni,100.0 id"), several CPUs share a line.
 _NUM = r"(\d+(?:\.\d+)?)"
@@ -179,13 +181,8 @@ class TopSampler:
         return self
 
     def __exit__(self, *exc) -> None:
-        if self._proc and self._proc.poll() is None:
-            self._proc.terminate()
-            try:
-                self._proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:   # blocked writing to a pipe nobody reads: never hang a run
-                self._proc.kill()
-                self._proc.wait(timeout=5)
+        if self._proc:   # it may block writing to a pipe nobody reads: never hang a run
+            end_process(self._proc, grace_s=5)
         if self._thread:
             self._thread.join(timeout=5)
 

@@ -10,6 +10,7 @@ from typing import IO, TYPE_CHECKING, Iterator
 
 from harness.adapter import ToolAdapter
 from harness.cpus import NO_SPLIT, CpuSplit
+from harness.processes import end_process
 from harness.sampling import MemoryCheck, PidSource, TopSampler, only_named, vmrss_mb
 from harness.target import Target
 
@@ -81,12 +82,7 @@ class Session(ABC):
                                 stdin=subprocess.DEVNULL, start_new_session=True)
 
     def stop_proxy(self, proc: subprocess.Popen) -> None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+        end_process(proc)
 
     def proxy_api(self, host: str, port: int, method: str, path: str, body: dict | None = None) -> dict:
         """One call to the proxy's HTTP API (listening on ``host``:``port`` where the proxy runs)."""

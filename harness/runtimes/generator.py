@@ -31,6 +31,7 @@ from harness.adapter import ToolAdapter
 from harness.cleanup import signals_deferred
 from harness.cpus import CpuSplit
 from harness.errors import HarnessError
+from harness.processes import end_process
 from harness.runtimes.base import Session
 from harness.sampling import MemoryCheck, PidSource, TopSampler
 from harness.ssh import SshHost
@@ -118,9 +119,8 @@ class ProcessTable:
         return self
 
     def __exit__(self, *exc) -> None:
-        if self._proc and self._proc.poll() is None:
-            self._proc.terminate()
-            self._proc.wait(timeout=10)
+        if self._proc:
+            end_process(self._proc)
         if self._thread:
             self._thread.join(timeout=5)
 
@@ -274,11 +274,7 @@ class RemoteGeneratorSession(Session):
     def stop(self, proc: subprocess.Popen, pids: set[int]) -> None:
         pids = pids | {self._roots[proc.pid]}
         self.generator.ssh.run(STOP.format(pids=" ".join(map(str, sorted(pids)))), check=False, timeout=30)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+        end_process(proc, signum=None)    # the ssh session ends with the tool
 
     def finish(self, proc: subprocess.Popen) -> None:
         """Copy the run's folder back (the tool's stdout/stderr and files), then remove it there."""
@@ -312,11 +308,7 @@ class RemoteGeneratorSession(Session):
 
     def stop_proxy(self, proc: subprocess.Popen) -> None:
         self.generator.ssh.run(STOP_PROXY.format(workdir=self.generator.workdir), check=False, timeout=30)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+        end_process(proc, signum=None)
 
     def proxy_api(self, host: str, port: int, method: str, path: str, body: dict | None = None) -> dict:
         argv = ["python3", "-c", API_CALL, host, str(port), method, path, json.dumps(body) if body else ""]

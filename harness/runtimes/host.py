@@ -21,6 +21,7 @@ from harness import PREFIX
 from harness.adapter import ToolAdapter
 from harness.cpus import CpuSplit
 from harness.errors import HarnessError
+from harness.processes import end_process
 from harness.cleanup import signals_deferred
 from harness.runtimes.base import Runtime, Session, run, undone_on_error
 from harness.sampling import PidSource
@@ -139,12 +140,7 @@ class HostRuntime(Runtime):
                 workers = psutil.Process(self._nginx.pid).children(recursive=True)
             except psutil.NoSuchProcess:
                 workers = []
-            self._nginx.terminate()
-            try:
-                self._nginx.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self._nginx.kill()
-                self._nginx.wait(timeout=10)
+            end_process(self._nginx)
             for worker in psutil.wait_procs(workers, timeout=5)[1]:
                 worker.kill()
         if self._nginx_log:
