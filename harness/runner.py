@@ -169,7 +169,8 @@ def run_one(runtime: Runtime, adapter: ToolAdapter, scenario: Scenario, folder: 
             grace = grace_s(scenario.duration_s, grace)
             beside_nginx = row.shaper == "toxiproxy" and session.proxy_beside_target
             others = {"nginx": session.target_pids, **({"toxiproxy": proxy_pids} if beside_nginx else {})}
-            with stall.injected(session.target_pids, scenario.stall_at_s, scenario.stall_ms) as stalled, \
+            with stall.injected(session.target_pids, scenario.stall_at_s, scenario.stall_ms,
+                                session.remote_freeze) as stalled, \
                     capture.recording(session, target, run_dir):
                 execution = execute(session, argv, run_dir, scenario.duration_s + grace, adapter.sampled_process,
                                     others)

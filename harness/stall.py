@@ -30,7 +30,11 @@ import numpy as np
 from harness.cleanup import signals_deferred
 from harness.execution import signal_pids
 
-METHOD = "SIGSTOP/SIGCONT of every Nginx process (host: nginx in netns lth-target; docker: the target container)"
+METHOD = ("SIGSTOP/SIGCONT of every Nginx process (host: nginx in netns lth-target; docker: the target container; "
+          "--target-host: over ssh, both signals sent there by one script, the stall timed on that host's clock)")
+# On another machine: stop the target there, hold it ``ms``, resume it, all in one call (the resume
+# cannot be lost with the ssh session); returns the pids and the stall as timed there, ms.
+RemoteFreeze = Callable[[int], tuple[set[int], float]]
 
 
 @dataclass(frozen=True)
@@ -87,15 +91,18 @@ class StallRecord:
 
 
 class _Injector(threading.Thread):
-    def __init__(self, record: StallRecord, target_pids: Callable[[], set[int]]):
+    def __init__(self, record: StallRecord, target_pids: Callable[[], set[int]], remote: RemoteFreeze | None = None):
         super().__init__(name="lth-stall", daemon=True)
-        self.record, self.target_pids = record, target_pids
+        self.record, self.target_pids, self.remote = record, target_pids, remote
         self.cancel = threading.Event()
         self.lock = threading.Lock()          # SIGSTOP and the final SIGCONT never interleave
         self.finished = False
 
     def run(self) -> None:
         if self.cancel.wait(self.record.at_s - (time.time() - self.record.origin)):
+            return
+        if self.remote is not None:
+            self._run_remote()
             return
         with self.lock:
             if self.finished:
@@ -106,24 +113,37 @@ class _Injector(threading.Thread):
         self.cancel.wait(self.record.ms / 1000)
         self.resume()
 
+    def _run_remote(self) -> None:
+        """Stopped, held and resumed on the target's machine: the start is when the call was made here
+        (an ssh round trip early at most), the length as timed there."""
+        stopped_at = time.time()
+        with self.lock:
+            if self.finished:
+                return
+            self.record.stopped_at = stopped_at
+        pids, actual_ms = self.remote(self.record.ms)
+        with self.lock:
+            self.record.pids, self.record.resumed_at = pids, stopped_at + actual_ms / 1000
+
     def resume(self) -> None:
         with self.lock:
             self.finished = True
-            if self.record.stopped_at is not None and self.record.resumed_at is None:
+            if self.record.stopped_at is not None and self.record.resumed_at is None and self.remote is None:
                 signal_pids(self.record.pids, signal.SIGCONT)
                 self.record.resumed_at = time.time()
 
 
 @contextmanager
 def injected(target_pids: Callable[[], set[int]], stall_at_s: float | None,
-             stall_ms: int | None) -> Iterator[StallRecord | None]:
+             stall_ms: int | None, remote: RemoteFreeze | None = None) -> Iterator[StallRecord | None]:
     """Freeze the target ``stall_at_s`` after entering the block (the tool is launched right after),
-    for ``stall_ms``; yields None when the scenario has no stall."""
+    for ``stall_ms``; yields None when the scenario has no stall. ``remote``: the target is on
+    another machine, frozen there."""
     if stall_ms is None or stall_at_s is None:
         yield None
         return
     record = StallRecord(stall_at_s, stall_ms, origin=time.time())
-    injector = _Injector(record, target_pids)
+    injector = _Injector(record, target_pids, remote)
     injector.start()
     try:
         yield record

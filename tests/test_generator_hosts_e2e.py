@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from conftest import REPO, harness, require_root_tools
@@ -152,6 +153,47 @@ def test_sigint_stops_the_tools_on_the_generator_hosts(tmp_path, hosts, generato
     assert proc.returncode == 130, output
     assert not subprocess.run(["pgrep", "-x", "wrk"], capture_output=True).stdout
     assert not subprocess.run(["pgrep", "-f", "toxiproxy-server"], capture_output=True).stdout   # the proxies too
+
+
+STALL = "scenarios:\n  - {id: stall, rate_rps: 500, vus: 20, rtt_ms: 0.1, duration_s: 6, stall_ms: 1000, stall_at_s: 2}\n"
+
+
+@pytest.mark.tools("bombardier")
+def test_the_stall_test_freezes_nginx_on_its_host(tmp_path, hosts):
+    a, _, c = hosts
+    scenarios = tmp_path / "stall.yaml"
+    scenarios.write_text(STALL)
+    result = harness("run", "--runtime", "host", "--target-host", c.url, "--generator-host", a.url,
+                     "--tools", "bombardier", "--scenarios", f"{scenarios}:stall", "--results-root", str(tmp_path))
+    row = rows(tmp_path)["bombardier"]
+    assert row["status"] == "ok", row["error"] + result.stdout[-1000:] + result.stderr[-1000:]
+    actual = float(row["stall_actual_ms"])              # timed on the target host's clock
+    assert 1000 <= actual <= 1100, actual
+    assert abs(float(row["lat_max_ms"]) - actual) <= 0.1 * actual, row["lat_max_ms"]   # the tool saw it all
+    assert float(row["expected_p99_ms"]) > 900 and "SIGSTOP of" in row["notes"]
+
+
+@pytest.mark.tools("bombardier")
+def test_ctrl_c_during_a_remote_stall_leaves_no_frozen_nginx(tmp_path, hosts):
+    a, _, c = hosts
+    scenarios = tmp_path / "stall.yaml"
+    scenarios.write_text(STALL)
+    proc = subprocess.Popen([sys.executable, "-m", "harness", "run", "--runtime", "host", "--target-host", c.url,
+                             "--generator-host", a.url, "--tools", "bombardier", "--scenarios", f"{scenarios}:stall",
+                             "--results-root", str(tmp_path)], cwd=REPO, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 60
+    while not any(p.info["status"] == psutil.STATUS_STOPPED for p in nginx_there()):   # pids are shared here
+        assert time.monotonic() < deadline and proc.poll() is None, "the stall never started"
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    output, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 130, output
+    assert not nginx_there(), "nginx left behind after Ctrl-C during the stall"
+
+
+def nginx_there() -> list:
+    return [p for p in psutil.process_iter(["cmdline", "status"]) if "/tmp/lth-target-" in " ".join(p.info["cmdline"] or [])]
 
 
 def test_a_hung_tool_on_a_generator_host_is_killed_there(tmp_path, hosts):

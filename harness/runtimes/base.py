@@ -16,6 +16,7 @@ from harness.target import Target
 
 if TYPE_CHECKING:
     from harness.scenarios import Scenario
+    from harness.stall import RemoteFreeze
 
 
 def run(argv: list[str], check: bool = True, timeout: float | None = 120, **kwargs) -> subprocess.CompletedProcess:
@@ -49,6 +50,7 @@ class Session(ABC):
     capture_device: str          # the generator's end of the link, in generator_netns (--capture)
     explicit_target: str | None = None   # the --target-host address: allowed to be loaded, this run only
     where = "this machine"               # where the tool runs, for meta.json (a generator host's URL)
+    remote_freeze: "RemoteFreeze | None" = None   # the stall test on a target on another machine
     target_cores: int | None = None      # the target machine's CPUs when it is another machine
 
     @abstractmethod

@@ -214,6 +214,7 @@ class RemoteGeneratorSession(Session):
         generator's session of the same run does)."""
         self.target, self.split, self.generator, self._barrier = target, split, generator, barrier
         self._nginx, self.target_cores = nginx, target_cores
+        self.remote_freeze = nginx.freeze if nginx is not None else None
         self.where = f"{generator.ssh.url} (paths under {REPO_ROOT} as copied to {generator.workdir})"
         self.cpus = generator.cores or len(split.tool_cpus)
         # Capture and shaping are refused with generator hosts (preflight, unsupported_reason).

@@ -9,7 +9,7 @@ only while the suite lasts. The load crosses the real network between the two ma
 Each figure is measured on one side, so the two clocks never meet: latencies, RPS and the RTT on
 the generator's clock, the request count by Nginx's own counter (stub_status, read before and
 after the run); Nginx's CPU by a top run there over ssh. Not supported yet (such runs become rows
-with status unsupported): RTT shaping (scenarios above the native hop) and the stall test.
+with status unsupported): the stall test with several generator hosts.
 """
 from __future__ import annotations
 
@@ -57,6 +57,16 @@ setsid nginx -p "$d/" -c "$d/nginx.conf" >"$d/nginx.log" 2>&1 </dev/null &
 i=0
 while [ ! -s "$d/nginx.pid" ] && kill -0 $! 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done
 kill -0 $! 2>/dev/null || {{ tail -n 3 "$d/nginx.log" >&2; exit 5; }}
+"""
+# The stall test: SIGSTOP, hold, SIGCONT in one script, which ignores the ssh session ending, so the
+# SIGCONT is sent whatever happens here; the length is timed on this host's clock.
+FREEZE_SCRIPT = """trap '' HUP PIPE INT TERM
+m=$(cat {workdir}/nginx.pid) || exit 3
+pids="$m $(pgrep -P $m)"
+kill -STOP $pids; t0=$(date +%s%N)
+sleep {seconds}
+kill -CONT $pids; t1=$(date +%s%N)
+echo $t0 $t1 $pids
 """
 # Finds the master by its prefix argument: the pattern is written with `$d` unexpanded, so it
 # does not match this script's own command line.
@@ -178,6 +188,12 @@ class RemoteNginx:
         result = self.host.run(f"cat {shlex.quote(self.workdir)}/nginx.log", check=False)
         return result.stdout.decode(errors="replace")
 
+    def freeze(self, ms: int) -> tuple[set[int], float]:
+        """The stall test's freeze of Nginx there (stall.py RemoteFreeze)."""
+        answer = self.host.text(FREEZE_SCRIPT.format(workdir=shlex.quote(self.workdir), seconds=f"{ms / 1000:.3f}"),
+                                timeout=ms / 1000 + 60).split()
+        return {int(p) for p in answer[2:]}, (int(answer[1]) - int(answer[0])) / 1e6
+
     def sampler(self) -> TopSampler:
         """top on the target host over Nginx's master and workers (their pids read once: Nginx does
         not fork during a run)."""
@@ -193,7 +209,8 @@ class RemoteTargetSession(HostSession):
     def __init__(self, target: Target, split: CpuSplit, nginx: RemoteNginx, device: str, target_cores: int | None):
         super().__init__(target, split, nginx_pid=0)
         self.target_cores = target_cores
-        # Shaping and the stall test are refused (unsupported_reason): nothing runs on the target's side here.
+        self.remote_freeze = nginx.freeze
+        # Nothing runs in a namespace here: shaping is a proxy beside the tool, the stall is sent over ssh.
         self.shape_netns, self.target_netns, self.shape_device = [], [], ""
         self.capture_device = device
         self.explicit_target = target.host
@@ -329,9 +346,9 @@ class RemoteTargetRuntime(Runtime):
                      "loopback); netem would change a real NIC's queueing discipline there: use --shaper toxiproxy or auto")
 
     def unsupported_reason(self, scenario: Scenario) -> str | None:
-        if scenario.stall_ms is not None:
-            return "the stall test freezes Nginx's processes, which are on another host with --target-host: not supported yet"
         parts = len(self.generators)
+        if scenario.stall_ms is not None and parts > 1:
+            return "the stall test with several generator hosts is not supported yet (one generator, or the tools here)"
         if parts > 1 and (scenario.vus < parts or (scenario.rate_rps or parts) < parts):
             return (f"{parts} generator hosts need at least one VU{' and 1 request/s' if scenario.rate_rps else ''} "
                     f"each: the scenario has {scenario.vus} VUs" + (f", {scenario.rate_rps} requests/s" if scenario.rate_rps else ""))
