@@ -233,15 +233,18 @@ def run_merged(runtime: Runtime, adapter: ToolAdapter, scenario: Scenario, folde
             parts = [_new_part(row, *part, adapter) for part in zip(sessions, targets, specs)]
             grace = grace_s(scenario.duration_s, grace)
             before = targets[0].requests_served()
-            executions = multigen.execute_together(
-                [(s, adapter.command(spec), spec.out_dir) for s, spec in zip(sessions, specs)],
-                scenario.duration_s + grace, adapter.sampled_process)
+            with stall.injected(sessions[0].target_pids, scenario.stall_at_s, scenario.stall_ms,
+                                sessions[0].remote_freeze) as stalled:
+                executions = multigen.execute_together(
+                    [(s, adapter.command(spec), spec.out_dir) for s, spec in zip(sessions, specs)],
+                    scenario.duration_s + grace, adapter.sampled_process)
             row.server_requests = targets[0].requests_served() - before - 1
             sessions[0].save_logs(run_dir)
         histograms = [_fill_part(part, adapter, spec, execution, grace, runtime, session)
                       for part, spec, execution, session in zip(parts, specs, executions, sessions)]
         _merge_parts(row, parts, histograms, [s.generator.ssh.url for s in sessions], meta)
         openmodel.fill_rate(row, scenario, adapter)
+        openmodel.fill_stall(row, scenario, stalled)
     except HarnessError as exc:
         row.status, row.error = "failed", str(exc)
     except Exception as exc:  # noqa: BLE001 - a bug or crash in one run must not sink the suite

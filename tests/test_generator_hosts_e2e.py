@@ -159,14 +159,16 @@ STALL = "scenarios:\n  - {id: stall, rate_rps: 500, vus: 20, rtt_ms: 0.1, durati
 
 
 @pytest.mark.tools("bombardier")
-def test_the_stall_test_freezes_nginx_on_its_host(tmp_path, hosts):
-    a, _, c = hosts
+@pytest.mark.parametrize("generators", [1, 2])
+def test_the_stall_test_freezes_nginx_on_its_host(tmp_path, hosts, generators):
+    *on, c = hosts[:generators] + [hosts[2]]
     scenarios = tmp_path / "stall.yaml"
     scenarios.write_text(STALL)
-    result = harness("run", "--runtime", "host", "--target-host", c.url, "--generator-host", a.url,
+    result = harness("run", "--runtime", "host", "--target-host", c.url, "--generator-host", ",".join(h.url for h in on),
                      "--tools", "bombardier", "--scenarios", f"{scenarios}:stall", "--results-root", str(tmp_path))
     row = rows(tmp_path)["bombardier"]
-    assert row["status"] == "ok", row["error"] + result.stdout[-1000:] + result.stderr[-1000:]
+    assert row["status"] == "ok" and row["generators"] == str(generators), \
+        row["error"] + result.stdout[-1000:] + result.stderr[-1000:]
     actual = float(row["stall_actual_ms"])              # timed on the target host's clock
     assert 1000 <= actual <= 1100, actual
     assert abs(float(row["lat_max_ms"]) - actual) <= 0.1 * actual, row["lat_max_ms"]   # the tool saw it all

@@ -8,8 +8,7 @@ only while the suite lasts. The load crosses the real network between the two ma
 
 Each figure is measured on one side, so the two clocks never meet: latencies, RPS and the RTT on
 the generator's clock, the request count by Nginx's own counter (stub_status, read before and
-after the run); Nginx's CPU by a top run there over ssh. Not supported yet (such runs become rows
-with status unsupported): the stall test with several generator hosts.
+after the run); Nginx's CPU by a top run there over ssh; the stall test's freeze by one script there.
 """
 from __future__ import annotations
 
@@ -347,8 +346,6 @@ class RemoteTargetRuntime(Runtime):
 
     def unsupported_reason(self, scenario: Scenario) -> str | None:
         parts = len(self.generators)
-        if scenario.stall_ms is not None and parts > 1:
-            return "the stall test with several generator hosts is not supported yet (one generator, or the tools here)"
         if parts > 1 and (scenario.vus < parts or (scenario.rate_rps or parts) < parts):
             return (f"{parts} generator hosts need at least one VU{' and 1 request/s' if scenario.rate_rps else ''} "
                     f"each: the scenario has {scenario.vus} VUs" + (f", {scenario.rate_rps} requests/s" if scenario.rate_rps else ""))
