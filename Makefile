@@ -3,9 +3,9 @@
 #               SHAPER=auto|netem|toxiproxy  RESUME=results/<folder> [FORCE=1]  RESULTS_ROOT=results
 #               CAPTURE=1 (tcpdump: wire latency next to each tool's)
 #               CPUS_TARGET=0  CPUS_TOOL=1  ISOLATION=0 (target and tool share every CPU)
-#               TARGET_HOST=ssh://root@host (Nginx on another machine, RUNTIME=host; README: Two machines)
-#               GENERATOR_HOST=ssh://root@a[,ssh://root@b] (the tools there, with TARGET_HOST; several: merged)
-#               LAB_GENERATORS=1|2 (make bench-lab: generator and target hosts made on this machine)
+#               TARGET_HOST=ssh://root@host|CONTEXT (Nginx on another machine; README: Two machines)
+#               GENERATOR_HOST=ssh://root@a|CONTEXT[,...] (the tools there, with TARGET_HOST; several: merged)
+#               LAB_GENERATORS=1|2  LAB_RUNTIME=host|docker (make bench-lab: generator and target hosts made here)
 PY        := .venv/bin/python
 TOOLS     ?= all
 SCENARIOS ?= scenarios/shootout.yaml
@@ -48,12 +48,15 @@ bench-quick: deps
 
 # bench-quick across "machines" made on this one for the run (harness/testhost.py: sshd in network
 # namespaces on one bridge): the tools on LAB_GENERATORS test hosts, Nginx on another (README: Two machines).
+# LAB_RUNTIME=docker: every test host gets its own Docker engine; Nginx and the tools run in containers there.
 LAB_GENERATORS ?= 1
+LAB_RUNTIME ?= host
 bench-lab: SCENARIOS = scenarios/quick.yaml
-bench-lab: RUNTIME = host
+bench-lab: RUNTIME = $(LAB_RUNTIME)
 bench-lab:
-	NEED_DOCKER=0 NEED_SSHD=1 scripts/deps.sh $(TOOLS)
-	$(PY) -m harness.testhost --generators $(LAB_GENERATORS) -- $(RUN_ARGS); status=$$?; \
+	NEED_DOCKER=$(if $(filter docker,$(LAB_RUNTIME)),1,0) NEED_SSHD=1 scripts/deps.sh $(TOOLS)
+	$(PY) -m harness.testhost --generators $(LAB_GENERATORS) $(if $(filter docker,$(LAB_RUNTIME)),--docker) \
+	  -- $(RUN_ARGS); status=$$?; \
 	$(PY) -m analysis.report $(RESULTS_ROOT)/latest; exit $$status
 
 # RESULTS="results/A results/B" overlays several results folders (two machines, host vs docker...).

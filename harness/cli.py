@@ -58,10 +58,11 @@ def build_parser() -> argparse.ArgumentParser:
                      help="with --capture: keep each run's pcap (about 80 bytes per packet) instead of deleting it once parsed")
     run.add_argument("--allow-external-target", action="store_true",
                      help="allow a target outside loopback and the harness's own 198.18.0.0/15 networks")
-    run.add_argument("--target-host", metavar="ssh://[USER@]HOST[:PORT]",
-                     help="run Nginx on that machine (started over ssh, bound to its address) and load it over the "
-                          "real network from here; --runtime host only (README: Two machines)")
-    run.add_argument("--generator-host", metavar="ssh://[USER@]HOST[:PORT][,...]",
+    run.add_argument("--target-host", metavar="ssh://[USER@]HOST[:PORT]|CONTEXT",
+                     help="run Nginx on that machine (an ssh URL or a Docker context over ssh; bound to its address: "
+                          "started over ssh, or its container there with --runtime docker) and load it over the real "
+                          "network (README: Two machines)")
+    run.add_argument("--generator-host", metavar="ssh://[USER@]HOST[:PORT]|CONTEXT[,...]",
                      help="run the tools on that machine (with --target-host); several, comma-separated: every run is "
                           "split evenly over them and merged into one row (README: Two machines)")
     run.add_argument("--cpus-target", metavar="LIST", help="CPUs for Nginx (e.g. 0 or 0-1; default: the first half)")
@@ -73,10 +74,11 @@ def build_parser() -> argparse.ArgumentParser:
     folders = commands.add_parser("install-folders", help="the tools/<folder>/ whose install.sh the ids need (scripts/deps.sh)")
     folders.add_argument("tools", help="comma-separated tool ids, or 'all'")
     clean = commands.add_parser("clean-state", help="remove namespaces, containers, networks and proxies a killed run left")
-    clean.add_argument("--target-host", metavar="ssh://[USER@]HOST[:PORT]",
-                       help="also remove the Nginx and /tmp/lth-target-* folders a killed run left on that host")
-    clean.add_argument("--generator-host", metavar="ssh://[USER@]HOST[:PORT][,...]",
-                       help="also stop the tools and remove the /tmp/lth-generator-* folders a killed run left there")
+    clean.add_argument("--target-host", metavar="ssh://[USER@]HOST[:PORT]|CONTEXT",
+                       help="also remove the Nginx, its container and /tmp/lth-target-* folders a killed run left on that host")
+    clean.add_argument("--generator-host", metavar="ssh://[USER@]HOST[:PORT]|CONTEXT[,...]",
+                       help="also stop the tools, remove their containers and the /tmp/lth-generator-* folders a killed "
+                            "run left there")
     return parser
 
 

@@ -1,4 +1,6 @@
-"""Another machine reached over plain SSH (``--target-host ssh://user@host[:port]``).
+"""Another machine reached over plain SSH (``--target-host ssh://user@host[:port]``, or the name of
+a Docker context whose endpoint is such an ssh:// URL: ``docker context create lab --docker
+host=ssh://root@lab``).
 
 The harness runs short shell scripts there (start and stop Nginx, read the machine's facts) with
 the system's ``ssh`` client, never asking for a password (BatchMode). Keys, users and known hosts
@@ -30,6 +32,7 @@ class SshHost:
     user: str | None = None
     port: int | None = None
     config: str | None = None   # an ssh_config file (-F); default: $LTH_SSH_CONFIG, else the user's
+    context: str | None = None  # the Docker context it was named by (its endpoint is ``url``)
 
     def argv(self, script: str) -> list[str]:
         """``ssh`` running ``script`` with sh on the host."""
@@ -61,17 +64,39 @@ class SshHost:
 
 
 def parse_ssh_url(text: str, option: str = "--target-host") -> SshHost:
-    """``ssh://[user@]host[:port]``; the host is resolved to the IPv4 address the load will use."""
+    """``ssh://[user@]host[:port]``, or a Docker context's name (its ssh:// endpoint); the host is
+    resolved to the IPv4 address the load will use."""
+    context = None
+    if "://" not in text:
+        context, text = text, _context_endpoint(text, option)
     parts = urlsplit(text)
     if parts.scheme != "ssh" or not parts.hostname or parts.path not in ("", "/") or parts.query:
-        raise HarnessError(f"{option} {text!r}: write it as ssh://[user@]host[:port] "
-                           "(a Docker context name is not supported yet)")
+        raise HarnessError(f"{option} {text!r}: write it as ssh://[user@]host[:port] or a Docker context's name")
     try:
         port = parts.port
     except ValueError:
         raise HarnessError(f"{option} {text!r}: the port is not a number") from None
     return SshHost(url=text, host=parts.hostname, address=_ipv4(parts.hostname, text, option),
-                   user=parts.username, port=port)
+                   user=parts.username, port=port, context=context)
+
+
+def _context_endpoint(name: str, option: str) -> str:
+    """The ssh:// endpoint of Docker context ``name``: the harness runs docker, top and ps there over
+    one ssh setup, so a context must reach its daemon over ssh (not tcp:// or a local socket)."""
+    try:
+        result = subprocess.run(["docker", "context", "inspect", name, "--format", "{{.Endpoints.docker.Host}}"],
+                                capture_output=True, text=True, timeout=30)
+    except (FileNotFoundError, subprocess.TimeoutExpired):
+        raise HarnessError(f"{option} {name!r}: not an ssh:// URL, and no docker CLI answers to look it up as a Docker "
+                           "context: write ssh://[user@]host[:port]") from None
+    if result.returncode != 0:
+        raise HarnessError(f"{option} {name!r}: neither an ssh:// URL nor a Docker context (`docker context ls` lists "
+                           "them): write ssh://[user@]host[:port] or create the context")
+    endpoint = result.stdout.strip()
+    if not endpoint.startswith("ssh://"):
+        raise HarnessError(f"{option} {name!r}: Docker context {name} reaches its daemon at {endpoint or 'no host'}; the "
+                           "harness runs docker, top and ps there over ssh: use a context made with host=ssh://...")
+    return endpoint
 
 
 def _ipv4(host: str, url: str, option: str) -> str:

@@ -11,6 +11,11 @@ filesystem and the pids are shared, so every "host" has the same nginx and /opt/
 Nothing under /etc/ssh is read or changed: every sshd gets its own config, keys and pid file in a
 temp folder (/tmp/lth-testhost-*), which goes with everything else when the block ends (also on
 Ctrl-C). One set of test hosts at a time per machine (the addresses are fixed): a lock file says so.
+
+With ``docker=True`` every host also runs a Docker engine of its own (Debian's dockerd, its data,
+exec root and socket in that folder, in the host's network namespace and a mount namespace of its
+own, so its mounts go with it); its sshd sets DOCKER_HOST for the sessions, so `docker` run there
+over ssh (or through a Docker context) talks to that host's engine, as on a real machine.
 """
 from __future__ import annotations
 
@@ -39,6 +44,8 @@ LAN, PREFIX_LEN = "198.18.2", 24
 LOCAL_IP, REMOTE_IP = f"{LAN}.1", f"{LAN}.2"     # this machine; the first test host
 MAX_HOSTS = 4
 SSHD = Path("/usr/sbin/sshd")
+DOCKERD = Path("/usr/sbin/dockerd")
+DOCKERD_READY_TIMEOUT_S = 60.0
 PRIVSEP_DIR = Path("/run/sshd")     # compiled into Debian's sshd; the package creates it at start
 LOCK_FILE = Path(f"/tmp/{PREFIX}-testhost.lock")
 WORKDIR_PREFIX = f"{PREFIX}-testhost-"
@@ -53,6 +60,7 @@ class TestHost:
     local_veth: str      # this machine's NIC on the LAN
     workdir: Path        # shared by every test host of the block: keys, configs
     sshd_pid: int
+    docker_socket: Path | None = None   # its own Docker engine (lab(docker=True))
 
     @property
     def ssh_config(self) -> Path:
@@ -70,8 +78,8 @@ class TestHost:
         return {int(p) for p in run(["ip", "netns", "pids", self.netns], check=False).stdout.split()}
 
 
-def missing() -> str | None:
-    """Why a test host cannot be made here (None: it can)."""
+def missing(docker: bool = False) -> str | None:
+    """Why a test host (``docker``: with its own Docker engine) cannot be made here (None: it can)."""
     if os.geteuid() != 0:
         return "a test host needs root (network namespaces)"
     for tool in ("ip", "ssh", "ssh-keygen"):
@@ -79,6 +87,8 @@ def missing() -> str | None:
             return f"'{tool}' is not installed: run `NEED_SSHD=1 scripts/deps.sh`"
     if not SSHD.is_file():
         return f"{SSHD} is not installed (Debian's openssh-server): run `NEED_SSHD=1 scripts/deps.sh`"
+    if docker and not (DOCKERD.is_file() and shutil.which("docker") and shutil.which("unshare")):
+        return f"{DOCKERD} or the docker CLI is not installed (Debian's docker.io): run `scripts/deps.sh`"
     return None
 
 
@@ -90,6 +100,10 @@ def _lock() -> IO:
         handle.close()
         raise HarnessError(f"other test hosts are up on this machine ({LOCK_FILE} is held)") from None
     return handle
+
+
+def _docker_root(workdir: Path, address: str) -> Path:
+    return workdir / f"docker-{address}"
 
 
 def _keys(workdir: Path, addresses: list[str]) -> None:
@@ -104,7 +118,8 @@ def _keys(workdir: Path, addresses: list[str]) -> None:
             f"ListenAddress {address}", "Port 22", f"HostKey {workdir / 'host_key'}",
             f"PidFile {workdir / f'sshd-{address}.pid'}", f"AuthorizedKeysFile {workdir / 'authorized_keys'}",
             "PermitRootLogin prohibit-password", "PasswordAuthentication no", "KbdInteractiveAuthentication no",
-            "UsePAM no", "StrictModes no", "PrintMotd no", "AcceptEnv none", ""]))
+            "UsePAM no", "StrictModes no", "PrintMotd no", "AcceptEnv none",
+            f"SetEnv DOCKER_HOST=unix://{_docker_root(workdir, address) / 'docker.sock'}", ""]))
     (workdir / "ssh_config").write_text("\n".join([
         f"Host {' '.join(addresses)}", "  User root", f"  IdentityFile {workdir / 'client_key'}",
         "  IdentitiesOnly yes", f"  UserKnownHostsFile {workdir / 'known_hosts'}", "  StrictHostKeyChecking yes",
@@ -174,8 +189,45 @@ def _switch(pid: int) -> Iterator[str]:
             run(["ip", "link", "delete", local], check=False)
 
 
+def _docker(socket_path: Path, *args: str) -> subprocess.CompletedProcess:
+    return run(["docker", "-H", f"unix://{socket_path}", *args], check=False, timeout=60)
+
+
 @contextmanager
-def _host(switch: str, index: int, pid: int, workdir: Path) -> Iterator[TestHost]:
+def _dockerd(netns: str, index: int, root: Path) -> Iterator[Path]:
+    """A Docker engine in ``netns`` (its bridge and the networks it makes stay there, in
+    198.18.16.0/20 and above), up for the block; its socket is yielded."""
+    socket_path = root / "docker.sock"
+    root.mkdir()
+    with (root / "dockerd.log").open("w") as log:
+        proc = subprocess.Popen(
+            ["unshare", "--mount", "--propagation", "private", "--", "nsenter", f"--net=/var/run/netns/{netns}",
+             str(DOCKERD), "--data-root", str(root / "data"), "--exec-root", str(root / "exec"),
+             "--pidfile", str(root / "dockerd.pid"), "-H", f"unix://{socket_path}",
+             "--bip", f"198.18.{16 + index}.1/24", "--default-address-pool", f"base=198.18.{32 + 8 * index}.0/21,size=24"],
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + DOCKERD_READY_TIMEOUT_S
+        while _docker(socket_path, "version").returncode != 0:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise HarnessError(f"test host: dockerd did not start: {(root / 'dockerd.log').read_text().strip()[-300:]}")
+            time.sleep(0.5)
+        yield socket_path
+    finally:
+        with signals_deferred():
+            containers = _docker(socket_path, "ps", "-aq").stdout.split() if proc.poll() is None else []
+            if containers:
+                _docker(socket_path, "rm", "-f", *containers)
+            proc.terminate()
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=10)
+
+
+@contextmanager
+def _host(switch: str, index: int, pid: int, workdir: Path, docker: bool = False) -> Iterator[TestHost]:
     netns, device = _names(index, pid)
     address = f"{LAN}.{index + 2}"
     sshd: subprocess.Popen | None = None
@@ -188,7 +240,9 @@ def _host(switch: str, index: int, pid: int, workdir: Path) -> Iterator[TestHost
                                     stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                     start_new_session=True)
         _wait_for_sshd(sshd, address, workdir / f"sshd-{address}.log")
-        yield TestHost(netns, device, address, f"{PREFIX}-h{pid}", workdir, sshd.pid)
+        with ExitStack() as engine:
+            socket_path = engine.enter_context(_dockerd(netns, index, _docker_root(workdir, address))) if docker else None
+            yield TestHost(netns, device, address, f"{PREFIX}-h{pid}", workdir, sshd.pid, socket_path)
     finally:
         with signals_deferred():
             _kill_namespace_processes(netns)
@@ -198,12 +252,12 @@ def _host(switch: str, index: int, pid: int, workdir: Path) -> Iterator[TestHost
 
 
 @contextmanager
-def lab(count: int) -> Iterator[list[TestHost]]:
-    """``count`` hosts on one LAN with this machine, up for the block; everything they made is
-    gone afterwards, whatever happened inside."""
+def lab(count: int, docker: bool = False) -> Iterator[list[TestHost]]:
+    """``count`` hosts on one LAN with this machine, up for the block (``docker``: each with its own
+    Docker engine); everything they made is gone afterwards, whatever happened inside."""
     if not 1 <= count <= MAX_HOSTS:
         raise HarnessError(f"test hosts: 1 to {MAX_HOSTS}, not {count}")
-    if reason := missing():
+    if reason := missing(docker):
         raise HarnessError(reason)
     pid = os.getpid()
     with ExitStack() as stack:
@@ -215,7 +269,7 @@ def lab(count: int) -> Iterator[list[TestHost]]:
             stack.callback(shutil.rmtree, PRIVSEP_DIR, ignore_errors=True)
         _keys(workdir, [f"{LAN}.{i + 2}" for i in range(count)])
         switch = stack.enter_context(_switch(pid))
-        yield [stack.enter_context(_host(switch, i, pid, workdir)) for i in range(count)]
+        yield [stack.enter_context(_host(switch, i, pid, workdir, docker)) for i in range(count)]
 
 
 @contextmanager
@@ -226,17 +280,18 @@ def second_host() -> Iterator[TestHost]:
 
 
 def main(argv: list[str]) -> int:
-    """``python -m harness.testhost --generators N -- RUN ARGS``: `harness run RUN ARGS` with the tools
-    on N test hosts and Nginx on one more, all made here for the run (make bench-lab)."""
+    """``python -m harness.testhost --generators N [--docker] -- RUN ARGS``: `harness run RUN ARGS` with
+    the tools on N test hosts and Nginx on one more, all made here for the run (make bench-lab)."""
     import argparse
     import sys
     parser = argparse.ArgumentParser(prog="harness.testhost")
     parser.add_argument("--generators", type=int, default=1, choices=range(1, MAX_HOSTS))
+    parser.add_argument("--docker", action="store_true", help="give every test host its own Docker engine")
     parser.add_argument("run_args", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     run_args = args.run_args[1:] if args.run_args[:1] == ["--"] else args.run_args
     try:
-        with lab(args.generators + 1) as hosts:
+        with lab(args.generators + 1, docker=args.docker) as hosts:
             *generators, target = hosts
             env = {**os.environ, "LTH_SSH_CONFIG": str(target.ssh_config)}
             print(f"test hosts: generators {', '.join(h.url for h in generators)}; target {target.url}", flush=True)

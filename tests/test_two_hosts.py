@@ -1,5 +1,7 @@
 """--target-host without a second host: parsing, the safety rule, the bound config, refusals."""
 import json
+import shutil
+import subprocess
 from types import SimpleNamespace
 
 import pytest
@@ -22,6 +24,34 @@ def test_an_ssh_url_names_user_host_port_and_the_address_the_load_goes_to():
 def test_anything_else_is_refused_with_the_form_to_use(text):
     with pytest.raises(HarnessError, match="--target-host"):
         parse_ssh_url(text)
+
+
+@pytest.fixture
+def docker_contexts(tmp_path, monkeypatch):
+    """Docker contexts in a throw-away CLI config (the user's ~/.docker is not touched)."""
+    if shutil.which("docker") is None:
+        pytest.skip("no docker CLI")
+    monkeypatch.setenv("DOCKER_CONFIG", str(tmp_path / "docker-config"))
+
+    def create(name: str, host: str) -> None:
+        subprocess.run(["docker", "context", "create", name, "--docker", f"host={host}"], check=True,
+                       capture_output=True)
+    return create
+
+
+def test_a_docker_context_over_ssh_names_its_endpoint(docker_contexts):
+    docker_contexts("lab-target", "ssh://root@192.0.2.9:2200")
+    host = parse_ssh_url("lab-target")
+    assert (host.context, host.url, host.user, host.port, host.address) == \
+        ("lab-target", "ssh://root@192.0.2.9:2200", "root", 2200, "192.0.2.9")
+
+
+def test_a_docker_context_without_ssh_is_refused_with_what_to_use(docker_contexts):
+    docker_contexts("tcp-only", "tcp://192.0.2.9:2375")
+    with pytest.raises(HarnessError, match="reaches its daemon at tcp://192.0.2.9:2375; .* host=ssh://"):
+        parse_ssh_url("tcp-only")
+    with pytest.raises(HarnessError, match="neither an ssh:// URL nor a Docker context"):
+        parse_ssh_url("no-such-context", "--generator-host")
 
 
 def test_ssh_never_prompts_and_uses_the_given_config(monkeypatch):
@@ -69,7 +99,7 @@ TARGET = ["--target-host", "ssh://root@198.18.2.2"]
 
 
 @pytest.mark.parametrize("args, message", [
-    ([*TARGET, "--runtime", "docker"], "--target-host is not supported with --runtime docker yet: use --runtime host"),
+    (["--runtime", "docker", "--target-host", "no-such-context"], "neither an ssh:// URL nor a Docker context"),
     ([*TARGET, "--runtime", "host", "--cpus-target", "0"], "leave them out"),
     (["--runtime", "host", "--generator-host", "ssh://root@198.18.2.3"], "--generator-host needs --target-host"),
     ([*TARGET, "--runtime", "host", "--generator-host", "ssh://root@198.18.2.3", "--capture"],
@@ -77,7 +107,7 @@ TARGET = ["--target-host", "ssh://root@198.18.2.2"]
     ([*TARGET, "--runtime", "host", "--generator-host", "ssh://root@198.18.2.3,ssh://root@198.18.2.3"],
      "a host is named twice"),
     ([*TARGET, "--runtime", "host", "--generator-host", "198.18.2.3"],
-     "--generator-host '198.18.2.3': write it as ssh://[user@]host[:port]"),
+     "--generator-host '198.18.2.3': neither an ssh:// URL nor a Docker context"),
 ])
 def test_unsupported_combinations_get_one_line_and_status_2(args, message):
     result = harness("run", "--tools", "wrk", *args, timeout=60)

@@ -12,12 +12,12 @@ def make_runtime(name: str, results_dir: Path, target_host: str | None = None,
     if generator_hosts and not target_host:
         raise HarnessError("--generator-host needs --target-host: a target on this machine is in a namespace the other "
                            "host cannot reach; name the machine Nginx should run on (it may be this one's address)")
-    if target_host:
-        if name != "host":
-            raise HarnessError(f"--target-host is not supported with --runtime {name} yet: use --runtime host "
-                               "(Nginx is started there over ssh), or leave --target-host unset")
+    if target_host and name == "host":
         from harness.runtimes.remote import RemoteTargetRuntime
         return RemoteTargetRuntime(target_host, list(generator_hosts))
+    if target_host and name == "docker":
+        from harness.runtimes.remote_docker import RemoteDockerRuntime
+        return RemoteDockerRuntime(target_host, list(generator_hosts), results_dir)
     if name == "host":
         from harness.runtimes.host import HostRuntime
         return HostRuntime()

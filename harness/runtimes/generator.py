@@ -81,6 +81,12 @@ response = conn.getresponse()
 sys.stdout.write(response.read().decode())
 sys.exit(0 if response.status < 300 else 1)
 """
+LABEL = f"{PREFIX}-remote"     # on every container the harness starts on another host (remote_docker.py)
+# Every such container left there (clean-state --target-host / --generator-host).
+DOCKER_SWEEP = f"""command -v docker >/dev/null || exit 0
+for c in $(docker ps -aq --filter label={LABEL} 2>/dev/null); do docker rm -f $c >/dev/null && echo "container $c"; done
+true
+"""
 # The tools still running in a generator folder (their working directory is a run's folder there),
 # then the folders: at the end of a suite (also after Ctrl-C) and by clean-state --generator-host.
 SWEEP = """for p in /proc/[0-9]*; do
@@ -195,6 +201,11 @@ class GeneratorHost:
             self.ssh.run(SWEEP.format(prefix=self.workdir), check=False, timeout=60)
             self._started = False
 
+    def session(self, adapter: ToolAdapter | None, target: Target, split: CpuSplit, barrier: threading.Barrier | None,
+                nginx: "RemoteNginx | None", target_cores: int | None) -> "RemoteGeneratorSession":
+        """A place to run ``adapter`` here for one run (None: the RTT probe only)."""
+        return RemoteGeneratorSession(target, split, self, barrier, nginx, target_cores)
+
     def there(self, text: str, run_dir: Path | None = None, remote_run: str | None = None) -> str:
         """``text`` with this machine's paths replaced by their copies on the generator host."""
         if run_dir is not None and remote_run is not None:
@@ -227,7 +238,7 @@ class RemoteGeneratorSession(Session):
     def popen(self, argv: list[str], stdout: IO, stderr: IO, run_dir: Path | None = None) -> subprocess.Popen:
         remote_run = f"{self.generator.workdir}/runs/{secrets.token_hex(4)}"
         tool = shlex.join(self.generator.there(arg, run_dir, remote_run) for arg in argv)
-        proc = subprocess.Popen(self.generator.ssh.argv(LAUNCH.format(run=shlex.quote(remote_run), argv=tool)),
+        proc = subprocess.Popen(self.launcher(LAUNCH.format(run=shlex.quote(remote_run), argv=tool)),
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, start_new_session=True)
         try:
             self._roots[proc.pid] = self._ready(proc)
@@ -244,6 +255,10 @@ class RemoteGeneratorSession(Session):
         if run_dir is not None:
             self._runs[proc.pid] = (run_dir, remote_run)
         return proc
+
+    def launcher(self, script: str) -> list[str]:
+        """The command here that runs the launcher ``script`` with sh there."""
+        return self.generator.ssh.argv(script)
 
     def _ready(self, proc: subprocess.Popen) -> int:
         """The launcher's ``ready <pid>`` line: it is set up there, waiting for ``go``."""
@@ -347,5 +362,5 @@ def generators_up(hosts: list[GeneratorHost], adapters: list[ToolAdapter]) -> It
 
 def clean_generator(ssh: SshHost) -> list[str]:
     """What a killed harness left on a generator host: its tools and /tmp/lth-generator-* folders."""
-    answer = ssh.text(SWEEP.format(prefix=f"/tmp/{PREFIX}-generator-"))
+    answer = ssh.text(DOCKER_SWEEP) + ssh.text(SWEEP.format(prefix=f"/tmp/{PREFIX}-generator-"))
     return [f"{line} on {ssh.url}" for line in answer.splitlines() if line]

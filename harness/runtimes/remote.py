@@ -32,7 +32,7 @@ from harness.cpus import CpuSplit, format_cpus
 from harness.errors import HarnessError
 from harness.rtt_probe import probe
 from harness.runtimes.base import Runtime, Session, run, undone_on_error
-from harness.runtimes.generator import TOP, GeneratorHost, RemoteGeneratorSession, generators_up
+from harness.runtimes.generator import DOCKER_SWEEP, TOP, GeneratorHost, generators_up
 from harness.sampling import TopSampler
 from harness.runtimes.host import HostSession, local_problems
 from harness.scenarios import Scenario
@@ -60,8 +60,8 @@ kill -0 $! 2>/dev/null || {{ tail -n 3 "$d/nginx.log" >&2; exit 5; }}
 # The stall test: SIGSTOP, hold, SIGCONT in one script, which ignores the ssh session ending, so the
 # SIGCONT is sent whatever happens here; the length is timed on this host's clock.
 FREEZE_SCRIPT = """trap '' HUP PIPE INT TERM
-m=$(cat {workdir}/nginx.pid) || exit 3
-pids="$m $(pgrep -P $m)"
+pids=$({pids_command})
+[ -n "$pids" ] || exit 3
 kill -STOP $pids; t0=$(date +%s%N)
 sleep {seconds}
 kill -CONT $pids; t1=$(date +%s%N)
@@ -92,6 +92,7 @@ dev=$(ip -o addr show to "$addr" 2>/dev/null | awk '{{print $2; exit}}')
 echo "nic=$dev"
 echo "nic_speed_mbps=$(cat /sys/class/net/$dev/speed 2>/dev/null)"
 echo "nginx_version=$(nginx -v 2>&1)"
+echo "docker_version=$(docker version --format '{{{{.Server.Version}}}}' 2>/dev/null)"
 echo "user=$(id -un)"
 """
 # What a killed harness left there (clean-state --target-host); the pattern is written with `$p`
@@ -120,7 +121,8 @@ def host_facts(lines: str) -> dict:
             "cpu_model": raw.get("cpu_model") or None, "cores": _number(raw.get("cores")),
             "memory_gib": round(memory / 1024**2, 1) if memory else None,
             "nic": raw.get("nic") or None, "nic_speed_mbps": _number(raw.get("nic_speed_mbps")),
-            "nginx_version": raw.get("nginx_version"), "ssh_user": raw.get("user")}
+            "nginx_version": raw.get("nginx_version"), "docker_version": raw.get("docker_version") or None,
+            "ssh_user": raw.get("user")}
 
 
 def route_device(address: str) -> str:
@@ -154,9 +156,10 @@ def remote_split(cpus_target: str | None, cpus_tool: str | None, generators: tup
 
 
 def clean_remote(url: str) -> list[str]:
-    """Remove the Nginx processes and folders a killed harness left on ``url``'s host."""
+    """Remove the Nginx processes, containers and folders a killed harness left on ``url``'s host."""
     host = parse_ssh_url(url)
-    return [f"{line} on {host.url}" for line in host.text(CLEAN_SCRIPT.format(prefix=PREFIX)).splitlines() if line]
+    answer = host.text(DOCKER_SWEEP) + host.text(CLEAN_SCRIPT.format(prefix=PREFIX))
+    return [f"{line} on {host.url}" for line in answer.splitlines() if line]
 
 
 class RemoteNginx:
@@ -187,17 +190,21 @@ class RemoteNginx:
         result = self.host.run(f"cat {shlex.quote(self.workdir)}/nginx.log", check=False)
         return result.stdout.decode(errors="replace")
 
+    @property
+    def pids_command(self) -> str:
+        """A shell command there printing Nginx's master and worker pids."""
+        return f"m=$(cat {shlex.quote(self.workdir)}/nginx.pid) && echo $m $(pgrep -P $m)"
+
     def freeze(self, ms: int) -> tuple[set[int], float]:
         """The stall test's freeze of Nginx there (stall.py RemoteFreeze)."""
-        answer = self.host.text(FREEZE_SCRIPT.format(workdir=shlex.quote(self.workdir), seconds=f"{ms / 1000:.3f}"),
+        answer = self.host.text(FREEZE_SCRIPT.format(pids_command=self.pids_command, seconds=f"{ms / 1000:.3f}"),
                                 timeout=ms / 1000 + 60).split()
         return {int(p) for p in answer[2:]}, (int(answer[1]) - int(answer[0])) / 1e6
 
     def sampler(self) -> TopSampler:
         """top on the target host over Nginx's master and workers (their pids read once: Nginx does
         not fork during a run)."""
-        answer = self.host.text(f"m=$(cat {shlex.quote(self.workdir)}/nginx.pid) && echo $m $(pgrep -P $m)")
-        pids = {int(p) for p in answer.split()}
+        pids = {int(p) for p in self.host.text(self.pids_command).split()}
         return TopSampler(lambda: pids, local=False, command=self.host.argv(TOP.format(interval=1)))
 
 
@@ -235,12 +242,24 @@ class RemoteTargetRuntime(Runtime):
 
     def __init__(self, url: str, generators: list[str] | None = None):
         self.remote = parse_ssh_url(url)
-        self._nginx = RemoteNginx(self.remote)
+        self._nginx = self._make_target(self.remote)
         self.target = Target(self.remote.address)
-        self.generators = [GeneratorHost(parse_ssh_url(g, "--generator-host")) for g in generators or []]
+        self.generators = [self._make_generator(parse_ssh_url(g, "--generator-host")) for g in generators or []]
         self._adapters: list[ToolAdapter] = []
         self._rtt: list[dict] = []
         self._target_cores: int | None = None
+
+    # What runs where; the Docker runtime's subclass (remote_docker.py) puts each in a container.
+    def _make_target(self, ssh: SshHost) -> RemoteNginx:
+        return RemoteNginx(ssh)
+
+    def _make_generator(self, ssh: SshHost) -> GeneratorHost:
+        return GeneratorHost(ssh)
+
+    def _local_session(self, adapter: ToolAdapter | None) -> Session:
+        """The tool on this machine."""
+        return RemoteTargetSession(self.target, self.split, self._nginx, route_device(self.target.host),
+                                   self._target_cores)
 
     @property
     def generator_count(self) -> int:
@@ -301,12 +320,11 @@ class RemoteTargetRuntime(Runtime):
     def sessions(self, adapter: ToolAdapter | None) -> list[Session]:
         """One session per generator; with several, their tools start together (a barrier)."""
         if not self.generators:
-            return [RemoteTargetSession(self.target, self.split, self._nginx, route_device(self.target.host),
-                                        self._target_cores)]
+            return [self._local_session(adapter)]
         barrier = threading.Barrier(len(self.generators)) if len(self.generators) > 1 else None
         # The first generator's session samples the target: one top there, not one per generator.
-        return [RemoteGeneratorSession(self.target, self.split, g, barrier, self._nginx if i == 0 else None,
-                                       self._target_cores if i == 0 else None)
+        return [g.session(adapter, self.target, self.split, barrier, self._nginx if i == 0 else None,
+                          self._target_cores if i == 0 else None)
                 for i, g in enumerate(self.generators)]
 
     @contextmanager
