@@ -158,6 +158,8 @@ def run_one(runtime: Runtime, adapter: ToolAdapter, scenario: Scenario, folder: 
             session.verify(target)
             row.rtt_measured_ms = measure_rtt(session, target)
             row.rtt_ok = rtt_ok(row.rtt_measured_ms, scenario.rtt_ms)
+            if (run_dir / "shaping.json").is_file():
+                meta["shaping"] = json.loads((run_dir / "shaping.json").read_text())
             if not row.rtt_ok:
                 console.print(f"   [yellow]warning[/]: measured RTT {row.rtt_measured_ms:.2f} ms misses the "
                               f"target {scenario.rtt_ms} ms by more than max(10%, 0.5 ms); row flagged rtt_ok=false")
