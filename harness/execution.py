@@ -14,6 +14,7 @@ from harness.runtimes.base import Session
 from harness.sampling import CpuFrame, PidSource, Sample
 
 STDOUT, STDERR, SAMPLES = "stdout.txt", "stderr.txt", "samples.csv"
+FIRST_FRAME_TIMEOUT_S = 15.0
 
 
 @dataclass(frozen=True)
@@ -57,24 +58,31 @@ def execute(session: Session, argv: list[str], run_dir: Path, timeout_s: float,
             sampled_process: str | None = None, others: dict[str, PidSource] | None = None) -> Execution:
     """Run the tool; memory and CPU count ``sampled_process`` only when given (a wrapped tool);
     ``others`` (the target) are sampled from the same top frames."""
-    remote_target = session.target_sampler()     # before the tool starts: it may take an ssh round trip
-    started, launched_at = time.monotonic(), time.time()
-    timed_out = False
-    with (run_dir / STDOUT).open("w") as out, (run_dir / STDERR).open("w") as err:
-        proc = session.popen(argv, out, err, run_dir)
-        tool_pids = session.pids(proc)
-        try:
-            with session.sampler(session.sampled_pids(proc, sampled_process), others or {}, session.memory_check) \
-                    as sampler, remote_target or nullcontext():
-                try:
-                    proc.wait(timeout=timeout_s)
-                except subprocess.TimeoutExpired:
-                    timed_out = True
+    # top on the target's machine streams before the tool starts: its ssh handshake and first frame
+    # (whose CPU figure is dropped) must not compete with the load nor fall inside its window.
+    remote_target = session.target_sampler()
+    with remote_target or nullcontext():
+        if remote_target is not None:
+            remote_target.wait_first_frame(FIRST_FRAME_TIMEOUT_S)
+        started, launched_at = time.monotonic(), time.time()
+        timed_out = False
+        with (run_dir / STDOUT).open("w") as out, (run_dir / STDERR).open("w") as err:
+            proc = session.popen(argv, out, err, run_dir)
+            if remote_target is not None:
+                remote_target.restart_clock()
+            tool_pids = session.pids(proc)
+            try:
+                with session.sampler(session.sampled_pids(proc, sampled_process), others or {}, session.memory_check) \
+                        as sampler:
+                    try:
+                        proc.wait(timeout=timeout_s)
+                    except subprocess.TimeoutExpired:
+                        timed_out = True
+                        session.stop(proc, tool_pids())
+            except BaseException:        # Ctrl-C / SIGTERM, or a sampler that failed: never leave the tool running
+                with signals_deferred():
                     session.stop(proc, tool_pids())
-        except BaseException:        # Ctrl-C / SIGTERM, or a sampler that failed: never leave the tool running
-            with signals_deferred():
-                session.stop(proc, tool_pids())
-            raise
+                raise
     session.finish(proc)    # before the output is read: a remote tool's files come back here
     sampler.write_csv(run_dir / SAMPLES)
     for name in others or {}:

@@ -335,7 +335,7 @@ def _summarise(row: RunRow, all_cpus: int) -> None:
     if row.status == "ok":
         console.print(f"   ok: {row.rps:,.0f} rps, p50 {_ms(row.lat_p50_ms)} ms (RTT {row.rtt_measured_ms:.2f} ms, "
                       f"{row.shaper}), server counted {row.server_requests:,} of {row.requests:,}, "
-                      f"mem {row.mem_avg_mb or 0:.1f} MiB"
+                      + (f"mem {row.mem_avg_mb:.1f} MiB" if row.mem_avg_mb is not None else "mem not sampled")
                       + (f", wire: {row.wire_requests:,} requests, p50 {_ms(row.wire_p50_ms)} ms"
                          if row.wire_requests is not None else ""))
         target = ("target not sampled" if row.target_cpu_pct is None else

@@ -176,9 +176,19 @@ class TopSampler:
             env=None if self._command else {"LC_ALL": "C", "TERM": "dumb"}, start_new_session=bool(self._command),
         )
         self._started = time.monotonic()
+        self._first_frame = threading.Event()
         self._thread = threading.Thread(target=self._read, daemon=True)
         self._thread.start()
         return self
+
+    def wait_first_frame(self, timeout_s: float) -> bool:
+        """Whether top has printed a frame yet, waiting up to ``timeout_s``."""
+        return self._first_frame.wait(timeout_s)
+
+    def restart_clock(self) -> None:
+        """Count t_s from now (the tool's launch) for the frames recorded from here on; a frame
+        printed before gets a negative t_s, outside any load window."""
+        self._started = time.monotonic()
 
     def __exit__(self, *exc) -> None:
         if self._proc:   # it may block writing to a pipe nobody reads: never hang a run
@@ -191,12 +201,12 @@ class TopSampler:
         frame: list[list[str]] = []
         wanted: dict[str, set[int]] = {}
         check: float | None = None
-        frame_t = 0.0
+        frame_at = self._started
         first = True
         for line in self._proc.stdout:
             if line.startswith("top -"):
                 if columns is not None:
-                    self._record(frame_t, columns, frame, wanted, first, check)
+                    self._record(frame_at, columns, frame, wanted, first, check)
                     first = False
                 # top prints a frame at once: the tool's pids as of its header are the frame's pids.
                 columns, frame = None, []
@@ -205,10 +215,11 @@ class TopSampler:
                     self._note_affinity(wanted)
                 # Read now, next to top's own reading of the frame (_record runs a frame later).
                 check = self._check(wanted[""]) if self._check and wanted[""] else None
-                frame_t = time.monotonic() - self._started
+                frame_at = time.monotonic()
+                self._first_frame.set()
             elif line.startswith("%Cpu"):
                 try:
-                    self._note_cpus(frame_t, first, line)
+                    self._note_cpus(frame_at - self._started, first, line)
                 except ValueError:   # a summary line top laid out otherwise: the processes still count
                     pass
             elif line.lstrip().startswith("PID "):
@@ -216,7 +227,7 @@ class TopSampler:
             elif columns is not None and line.strip():
                 frame.append(line.split(None, len(columns) - 1))
         if columns is not None:
-            self._record(frame_t, columns, frame, wanted, first, check)
+            self._record(frame_at, columns, frame, wanted, first, check)
 
     def _note_cpus(self, frame_t: float, first: bool, line: str) -> None:
         """top -1 prints every CPU's summary (several per line when the width allows): 100 - idle."""
@@ -234,13 +245,13 @@ class TopSampler:
                 if now is not None:
                     self.affinity[name][pid] = now
 
-    def _record(self, frame_t: float, columns: list[str], rows: list[list[str]], wanted: dict[str, set[int]],
+    def _record(self, frame_at: float, columns: list[str], rows: list[list[str]], wanted: dict[str, set[int]],
                 first: bool, check: float | None) -> None:
         pid_i, res_i, cpu_i = columns.index("PID"), columns.index("RES"), columns.index("%CPU")
         for name, pids in wanted.items():
             mine = [r for r in rows if len(r) > cpu_i and r[pid_i].isdigit() and int(r[pid_i]) in pids]
             self.groups[name].append(Sample(
-                t_s=round(frame_t, 3),
+                t_s=round(frame_at - self._started, 3),
                 rss_mb=sum(parse_kib(r[res_i]) for r in mine) / 1024,
                 cpu_pct=sum(float(r[cpu_i].replace(",", ".")) for r in mine),
                 processes=len(mine),

@@ -76,8 +76,14 @@ def test_the_tool_container_on_one_host_loads_the_nginx_container_on_another(tmp
     row = rows(tmp_path)["wrk"]
     assert_counted(row)
     assert row["tool_version"] == "4.1.0" and row["generators"] == "1"
-    assert float(row["mem_avg_mb"]) > 0 and float(row["target_cpu_pct"]) > 0   # top on either host
     meta = json.loads((tmp_path / "latest" / row["run_dir"] / "meta.json").read_text())
+    # top runs on either host over ssh. Here the three "hosts" share this machine's two cores, and under
+    # the Docker path's full load a remote top's frames have arrived seconds late (README: Two machines):
+    # a figure without frames in the load window must then be unknown (empty), never 0 or made up.
+    nginx = meta["target_usage"]["nginx"]
+    assert nginx["samples"] >= 2 and nginx["mem_avg_mb"] > 0, nginx     # the target's top streamed
+    for column in ("mem_avg_mb", "cpu_avg_pct", "target_cpu_pct"):
+        assert row[column] == "" or float(row[column]) > 0, (column, row[column])
     assert meta["ran_on"].startswith(f"{a.url}, in a container of lth-tool-wrk:latest")
     assert (tmp_path / "latest" / row["run_dir"] / "nginx.log").is_file()   # `docker logs` of the target there
     # the very images built here ran there
@@ -131,6 +137,7 @@ def test_tools_here_in_containers_load_a_target_named_by_a_docker_context(tmp_pa
     assert_counted(row)
     meta = json.loads((tmp_path / "results" / "latest" / row["run_dir"] / "meta.json").read_text())
     assert meta["ran_on"].startswith("this machine, in a container of lth-tool-wrk:latest")
+    assert float(row["mem_avg_mb"]) > 0 and meta["memory_check"]["method"] == "the container's cgroup memory"
 
 
 def test_sigint_removes_the_containers_on_every_host(tmp_path, hosts):
