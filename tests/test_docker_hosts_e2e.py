@@ -17,7 +17,7 @@ from harness.ssh import SSH_CONFIG_ENV, parse_ssh_url
 from harness.testhost import lab, missing
 
 SCENARIO = "scenarios/shootout.yaml:vu20-rtt0.1"
-pytestmark = [pytest.mark.e2e, pytest.mark.tools("wrk", "oha")]
+pytestmark = [pytest.mark.e2e, pytest.mark.tools("wrk", "oha")]   # and bombardier for the stall test
 
 
 @pytest.fixture(scope="module")
@@ -138,6 +138,24 @@ def test_tools_here_in_containers_load_a_target_named_by_a_docker_context(tmp_pa
     meta = json.loads((tmp_path / "results" / "latest" / row["run_dir"] / "meta.json").read_text())
     assert meta["ran_on"].startswith("this machine, in a container of lth-tool-wrk:latest")
     assert float(row["mem_avg_mb"]) > 0 and meta["memory_check"]["method"] == "the container's cgroup memory"
+
+
+STALL = "scenarios:\n  - {id: stall, rate_rps: 500, vus: 20, rtt_ms: 0.1, duration_s: 6, stall_ms: 1000, stall_at_s: 2}\n"
+
+
+@pytest.mark.tools("bombardier")
+def test_the_stall_test_freezes_the_nginx_container_on_its_host(tmp_path, hosts):
+    a, _, c = hosts
+    (tmp_path / "stall.yaml").write_text(STALL)
+    result = harness("run", "--runtime", "docker", "--target-host", c.url, "--generator-host", a.url,
+                     "--tools", "bombardier", "--scenarios", str(tmp_path / "stall.yaml"),
+                     "--results-root", str(tmp_path / "results"))
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    row = rows(tmp_path / "results")["bombardier"]
+    assert_counted(row)
+    # SIGSTOP/SIGCONT of the container's nginx processes (docker top), timed on the target host's clock
+    assert 1000 <= float(row["stall_actual_ms"]) < 1300, row["stall_actual_ms"]
+    assert float(row["lat_max_ms"]) >= 900 and float(row["expected_p99_ms"]) > 800
 
 
 def test_sigint_removes_the_containers_on_every_host(tmp_path, hosts):
