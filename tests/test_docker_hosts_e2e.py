@@ -111,6 +111,28 @@ def test_the_target_container_publishes_port_80_on_its_host_address_only(hosts):
     assert containers(c) == []
 
 
+def test_a_taken_port_80_there_is_one_line_saying_so(hosts):
+    from harness.errors import HarnessError
+    from harness.runtimes.remote_docker import NginxContainer, copy_image
+    c = hosts[2]
+    copy_image("lth-target:latest", c.ssh())
+    busy = subprocess.Popen(["ip", "netns", "exec", c.netns, sys.executable, "-m", "http.server", "-b", c.address, "80"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    nginx = NginxContainer(c.ssh())
+    try:
+        deadline = time.monotonic() + 10
+        while subprocess.run(["ip", "netns", "exec", c.netns, "ss", "-ltnH", f"src {c.address}:80"],
+                             capture_output=True, text=True).stdout == "" and time.monotonic() < deadline:
+            time.sleep(0.1)
+        with pytest.raises(HarnessError, match=f"address already in use: stop what listens on {c.address}:80 there"):
+            nginx.start()
+    finally:
+        nginx.stop()
+        busy.kill()
+        busy.wait()
+    assert containers(c) == []
+
+
 def test_two_generator_containers_make_one_merged_row(tmp_path, hosts):
     a, b, c = hosts
     result = harness("run", "--runtime", "docker", "--target-host", c.url, "--generator-host", f"{a.url},{b.url}",

@@ -82,8 +82,15 @@ def copy_image(image: str, ssh: SshHost) -> None:
 
 
 def docker_there(ssh: SshHost, *args: str, timeout: float = 120) -> str:
-    """``docker ARGS`` on ``ssh``'s host; its output (a failure is one HarnessError line)."""
-    return ssh.text(shlex.join(["docker", *args]), timeout=timeout).strip()
+    """``docker ARGS`` on ``ssh``'s host; its output (a failure is one HarnessError line: docker's
+    own error, not its closing "Run 'docker run --help'" hint)."""
+    result = ssh.run(shlex.join(["docker", *args]), timeout=timeout, check=False)
+    if result.returncode != 0:
+        lines = [line for line in result.stderr.decode(errors="replace").strip().splitlines()
+                 if line.strip() and not line.startswith("Run 'docker")]
+        cause = next((line for line in lines if "rror" in line), lines[-1] if lines else "no message")
+        raise HarnessError(f"{ssh.url}: docker {args[0]} failed: {cause.strip()}")
+    return result.stdout.decode(errors="replace").strip()
 
 
 class NginxContainer(RemoteNginx):
@@ -95,8 +102,12 @@ class NginxContainer(RemoteNginx):
 
     def start(self) -> None:
         self.started = True
-        docker_there(self.host, "run", "-d", "--init", "--name", self.name, "--label", f"{LABEL}=target",
-                     "-p", f"{self.host.address}:80:80", TARGET_IMAGE)
+        try:
+            docker_there(self.host, "run", "-d", "--init", "--name", self.name, "--label", f"{LABEL}=target",
+                         "-p", f"{self.host.address}:80:80", TARGET_IMAGE)
+        except HarnessError as exc:
+            hint = f": stop what listens on {self.host.address}:80 there" if "address already in use" in str(exc) else ""
+            raise HarnessError(f"{exc}{hint}") from None
 
     def stop(self) -> None:
         if self.started:
