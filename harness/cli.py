@@ -146,14 +146,16 @@ def _list_tools(_: argparse.Namespace) -> int:
     from harness.runtimes.docker import docker_available, image_exists, tool_image
     from harness.runtimes.host import host_version
     docker_up = docker_available() is not None
-    print(f"{'tool':13} {'folder':10} {'host':18} {'docker image':14} concurrency model")
+    print(f"{'tool':13} {'folder':10} {'host':18} {'docker image':14} {'rate':6} concurrency model | arrival-rate model")
     for adapter in registry.discover().values():
         if adapter.unavailable:
             print(f"{adapter.name:13} {adapter.folder.name:10} NOT WORKING: {adapter.unavailable}")
             continue
         host = host_version(adapter) if shutil.which(adapter.version_command[0]) else "not installed"
         image = ("built" if image_exists(tool_image(adapter)) else "not built") if docker_up else "no daemon"
-        print(f"{adapter.name:13} {adapter.folder.name:10} {host:18} {image:14} {adapter.concurrency_model}")
+        rate = "open" if adapter.open_model else "closed"    # can it pace a rate scenario (openmodel.py)
+        print(f"{adapter.name:13} {adapter.folder.name:10} {host:18} {image:14} {rate:6} {adapter.concurrency_model}"
+              f" | {adapter.rate_model}")
     return 0
 
 

@@ -62,3 +62,6 @@ def test_list_tools_shows_each_adapter():
     assert result.returncode == 0
     names = [line.split()[0] for line in result.stdout.splitlines()]
     assert {"wrk", "ab"} <= set(names)
+    rows = {line.split()[0]: line for line in result.stdout.splitlines()}
+    assert " closed " in rows["wrk"] and "closed model only" in rows["wrk"]     # wrk cannot pace a rate
+    assert " open " in rows["oha"]                                              # oha can (-q)
