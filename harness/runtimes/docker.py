@@ -104,34 +104,43 @@ def cgroup_memory_mb(pid: int) -> float | None:
     return None
 
 
-class DockerSession(Session):
+class InContainer:
+    """A session whose tool is ``docker exec``'d into an idle container on this machine: started,
+    found and cross-checked there (also the tools here with a target on another host)."""
+
     memory_check_name = "the container's cgroup memory"
 
-    def __init__(self, generator_id: str, target_id: str, split: CpuSplit):
-        self.generator_id, self.target_id, self.split = generator_id, target_id, split
-        self.target = Target(TARGET_IP)
-        self.cpus = len(split.tool_cpus)   # the generator's compose cpuset
-        self._idle = container_pids(generator_id)  # docker-init and `sleep infinity`
-        self.generator_netns = self.shape_netns = netns_of(generator_id)
-        self.target_netns = [*split.taskset("target"), *netns_of(target_id)]  # a proxy there shares Nginx's CPUs
-        self.shape_device = self.capture_device = "eth0"   # the generator's egress: the whole RTT on one side
+    def __init__(self, container: str):
+        self.container = container
+        self._idle = container_pids(container)  # docker-init and `sleep infinity`
 
     def popen(self, argv: list[str], stdout: IO, stderr: IO, run_dir: Path | None = None) -> subprocess.Popen:
-        return subprocess.Popen(["docker", "exec", self.generator_id, *argv],
+        return subprocess.Popen(["docker", "exec", self.container, *argv],
                                 stdout=stdout, stderr=stderr, stdin=subprocess.DEVNULL, start_new_session=True)
 
     def pids(self, proc: subprocess.Popen) -> PidSource:
-        return lambda: container_pids(self.generator_id) - self._idle
-
-    def target_pids(self) -> set[int]:
-        return container_pids(self.target_id)
+        return lambda: container_pids(self.container) - self._idle
 
     def memory_check(self, pids: set[int]) -> float | None:
         return cgroup_memory_mb(min(self._idle)) if self._idle else None
 
     def version(self, adapter: ToolAdapter) -> str:
-        result = run(["docker", "exec", self.generator_id, *adapter.version_command], check=False, timeout=60)
+        result = run(["docker", "exec", self.container, *adapter.version_command], check=False, timeout=60)
         return adapter.parse_version(result.stdout + result.stderr)
+
+
+class DockerSession(InContainer, Session):
+    def __init__(self, generator_id: str, target_id: str, split: CpuSplit):
+        InContainer.__init__(self, generator_id)
+        self.target_id, self.split = target_id, split
+        self.target = Target(TARGET_IP)
+        self.cpus = len(split.tool_cpus)   # the generator's compose cpuset
+        self.generator_netns = self.shape_netns = netns_of(generator_id)
+        self.target_netns = [*split.taskset("target"), *netns_of(target_id)]  # a proxy there shares Nginx's CPUs
+        self.shape_device = self.capture_device = "eth0"   # the generator's egress: the whole RTT on one side
+
+    def target_pids(self) -> set[int]:
+        return container_pids(self.target_id)
 
     def save_logs(self, run_dir: Path) -> None:
         logs = run(["docker", "logs", self.target_id], check=False)

@@ -16,23 +16,21 @@ images as on one machine, each on its own host's Docker engine.
 """
 from __future__ import annotations
 
-import secrets
 import shlex
 import subprocess
 import threading
 from pathlib import Path
-from typing import IO, Callable
+from typing import Callable
 
 from harness import PREFIX, REPO_ROOT, TOOLS_DIR
 from harness.adapter import ToolAdapter
 from harness.cpus import CpuSplit
 from harness.errors import HarnessError
 from harness.runtimes.base import Session, run
-from harness.runtimes.docker import DockerRuntime, cgroup_memory_mb, container_pids, tool_image
+from harness.runtimes.docker import DockerRuntime, InContainer, tool_image
 from harness.runtimes.generator import LABEL, GeneratorHost, RemoteGeneratorSession
 from harness.runtimes.host import local_problems
 from harness.runtimes.remote import RemoteNginx, RemoteTargetRuntime, RemoteTargetSession, route_device
-from harness.sampling import PidSource
 from harness.ssh import SshHost
 from harness.target import Target
 
@@ -149,31 +147,14 @@ class ToolContainers:
             self._docker("rm", "-f", *ids)
 
 
-class LocalToolSession(RemoteTargetSession):
+class LocalToolSession(InContainer, RemoteTargetSession):
     """The tool in a container here on this machine's network, against Nginx in a container on the target host."""
-
-    memory_check_name = "the container's cgroup memory"
 
     def __init__(self, target: Target, split: CpuSplit, nginx: NginxContainer, device: str,
                  target_cores: int | None, container: str, image: str):
-        super().__init__(target, split, nginx, device, target_cores)
-        self.container = container
+        RemoteTargetSession.__init__(self, target, split, nginx, device, target_cores)
+        InContainer.__init__(self, container)
         self.where = f"this machine, in a container of {image} (--network host)"
-        self._idle = container_pids(container)     # docker-init and `sleep infinity`
-
-    def popen(self, argv: list[str], stdout: IO, stderr: IO, run_dir: Path | None = None) -> subprocess.Popen:
-        return subprocess.Popen(["docker", "exec", self.container, *argv], stdout=stdout, stderr=stderr,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
-
-    def pids(self, proc: subprocess.Popen) -> PidSource:
-        return lambda: container_pids(self.container) - self._idle
-
-    def memory_check(self, pids: set[int]) -> float | None:
-        return cgroup_memory_mb(min(self._idle)) if self._idle else None
-
-    def version(self, adapter: ToolAdapter) -> str:
-        result = run(["docker", "exec", self.container, *adapter.version_command], check=False, timeout=60)
-        return adapter.parse_version(result.stdout + result.stderr)
 
 
 class ContainerGeneratorSession(RemoteGeneratorSession):
@@ -261,9 +242,10 @@ class RemoteDockerRuntime(RemoteTargetRuntime):
     def prepare(self, adapters: list[ToolAdapter]) -> dict[str, str]:
         broken = self._builder.prepare(adapters)
         copy_image(TARGET_IMAGE, self.remote)
-        self._images = list(_images(adapters, broken))
+        images = _images(adapters, broken)
+        self._images = list(images)
         for generator in self.generators:
-            for image, names in _images(adapters, broken).items():
+            for image, names in images.items():
                 try:
                     copy_image(image, generator.ssh)
                 except HarnessError as exc:
