@@ -63,6 +63,9 @@ def ensure_base_image() -> str:
     return LOCAL_BASE
 
 
+TARGET_IMAGE = f"{PREFIX}-target:latest"   # the target service's image, as compose.yaml names it
+
+
 def tool_image(adapter: ToolAdapter) -> str:
     """The generator image of an adapter's folder (variants share it); named as in compose.yaml."""
     return f"{PREFIX}-tool-{adapter.folder.name}:latest"

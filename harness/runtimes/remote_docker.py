@@ -27,14 +27,13 @@ from harness.adapter import ToolAdapter
 from harness.cpus import CpuSplit
 from harness.errors import HarnessError
 from harness.runtimes.base import Session, run
-from harness.runtimes.docker import DockerRuntime, InContainer, tool_image
+from harness.runtimes.docker import TARGET_IMAGE, DockerRuntime, InContainer, tool_image
 from harness.runtimes.generator import LABEL, GeneratorHost, RemoteGeneratorSession
 from harness.runtimes.host import local_problems
 from harness.runtimes.remote import RemoteNginx, RemoteTargetRuntime, RemoteTargetSession, route_device
 from harness.ssh import SshHost
 from harness.target import Target
 
-TARGET_IMAGE = "lth-target:latest"     # docker/compose.yaml's target image
 COPY_TIMEOUT_S = 1800
 DOCKER_CHECK = "command -v docker >/dev/null || { echo 'no docker CLI'; exit 0; }; " \
                "docker version --format '{{.Server.Version}}' >/dev/null 2>&1 || echo 'no Docker engine answers'; true"
