@@ -38,13 +38,17 @@ RUN_ARGS = --tools $(TOOLS) --scenarios $(SCENARIOS) --runtime $(RUNTIME) --shap
 deps:
 	NEED_DOCKER=$(if $(filter host,$(RUNTIME)),0,1) scripts/deps.sh $(TOOLS)
 
-# The report is written even when some runs failed; the exit status still says they did.
+# The report is written even when some runs failed (exit status 1) or the run was interrupted (130);
+# not when nothing ran (2: bad input or another benchmark running, said in one line). The exit status
+# is the harness's either way.
+REPORT_AFTER = status=$$?; [ $$status -eq 2 ] || $(PY) -m analysis.report $(RESULTS_ROOT)/latest; exit $$status
+
 bench-all: deps
-	$(PY) -m harness run $(RUN_ARGS); status=$$?; $(PY) -m analysis.report $(RESULTS_ROOT)/latest; exit $$status
+	$(PY) -m harness run $(RUN_ARGS); $(REPORT_AFTER)
 
 bench-quick: SCENARIOS = scenarios/quick.yaml
 bench-quick: deps
-	$(PY) -m harness run $(RUN_ARGS); status=$$?; $(PY) -m analysis.report $(RESULTS_ROOT)/latest; exit $$status
+	$(PY) -m harness run $(RUN_ARGS); $(REPORT_AFTER)
 
 # bench-quick across "machines" made on this one for the run (harness/testhost.py: sshd in network
 # namespaces on one bridge): the tools on LAB_GENERATORS test hosts, Nginx on another (README: Two machines).
@@ -56,8 +60,7 @@ bench-lab: RUNTIME = $(LAB_RUNTIME)
 bench-lab:
 	NEED_DOCKER=$(if $(filter docker,$(LAB_RUNTIME)),1,0) NEED_SSHD=1 scripts/deps.sh $(TOOLS)
 	$(PY) -m harness.testhost --generators $(LAB_GENERATORS) $(if $(filter docker,$(LAB_RUNTIME)),--docker) \
-	  -- $(RUN_ARGS); status=$$?; \
-	$(PY) -m analysis.report $(RESULTS_ROOT)/latest; exit $$status
+	  -- $(RUN_ARGS); $(REPORT_AFTER)
 
 # RESULTS="results/A results/B" overlays several results folders (two machines, host vs docker...).
 RESULTS ?= $(RESULTS_ROOT)/latest

@@ -33,10 +33,18 @@ def req_per_cpu_s(requests: int | None, cpu_pct: float | None, window_s: float |
 
 
 def mem_per_vu_kb(mem_avg_mb: float | None, baseline_mb: float | None, vus: int) -> float | None:
-    """KiB per VU above the tool's own 1-VU memory (may be slightly negative: sampling noise)."""
-    if mem_avg_mb is None or baseline_mb is None or vus < 1:
+    """KiB per VU above the tool's own 1-VU memory; None where the run's memory is not above the
+    baseline's (the per-VU growth is smaller than the sampling noise: not measurable, never negative)."""
+    if mem_avg_mb is None or baseline_mb is None or vus < 1 or mem_avg_mb <= baseline_mb:
         return None
     return (mem_avg_mb - baseline_mb) * 1024 / vus
+
+
+def mem_per_vu_note(mem_avg_mb: float | None, baseline_mb: float | None) -> str:
+    if mem_avg_mb is None or baseline_mb is None or mem_avg_mb > baseline_mb:
+        return ""
+    return (f"mem_per_vu_kb not measurable: the run's average RSS {mem_avg_mb:.1f} MiB is not above the tool's 1-VU "
+            f"baseline {baseline_mb:.1f} MiB (per-VU growth below the sampling noise)")
 
 
 def limited_by(row: RunRow, all_cpus: int) -> str:
@@ -151,7 +159,7 @@ def measure_baseline(session: Session, adapter: ToolAdapter, url: str, run_dir: 
     out_dir = run_dir / "baseline-1vu"
     out_dir.mkdir(exist_ok=True)
     spec = RunSpec(url=url, vus=1, duration_s=BASELINE_S, out_dir=out_dir, cpus=session.cpus)
-    execution = execute(session, adapter.command(spec), out_dir, BASELINE_S + grace)
+    execution = execute(session, adapter.command(spec), out_dir, BASELINE_S + grace, adapter.sampled_process)
     window = None
     try:
         metrics = adapter.parse(ToolOutput(spec, execution.stdout, execution.stderr, execution.exit_code or 0,

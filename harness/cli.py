@@ -31,6 +31,12 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _absolute_path(text: str) -> Path:
+    """A folder given on the command line, made absolute here, once: the runtimes hand it to tools in
+    containers and on other hosts, whose working directory is not this one."""
+    return Path(text).expanduser().resolve()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="harness", description="Run HTTP load-testing tools side by side under the same conditions.")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -43,11 +49,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--shaper", default="auto", choices=SHAPERS,
                      help="how RTTs above the native hop are made: netem, toxiproxy, or auto (netem if the kernel has it)")
     run.add_argument("--duration", type=_positive_int, help="override every scenario's duration (seconds)")
-    run.add_argument("--results-root", type=Path, default=REPO_ROOT / "results",
+    run.add_argument("--results-root", type=_absolute_path, default=REPO_ROOT / "results",
                      help="where results/<timestamp>-<runtime>/ folders go (default: results/)")
     run.add_argument("--repeat", type=_positive_int, default=1, metavar="N",
                      help="run every (scenario, tool) N times, interleaved across tools so drift hits all alike")
-    run.add_argument("--resume", type=Path, metavar="FOLDER",
+    run.add_argument("--resume", type=_absolute_path, metavar="FOLDER",
                      help="continue an interrupted results folder: runs it finished ok are skipped")
     run.add_argument("--force", action="store_true", help="with --resume: redo finished runs as well")
     run.add_argument("--grace", type=_positive_int, metavar="SECONDS",

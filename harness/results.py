@@ -68,7 +68,7 @@ class RunRow(Figures, RunSetup):
     tool_saturated: bool | None = column("the tool's CPU >= 90% of its cores over the load window")
     target_saturated: bool | None = column("Nginx's CPU >= 90% of its cores over the load window")
     req_per_cpu_s: float | None = column("requests / the tool's CPU-seconds in the load window")
-    mem_per_vu_kb: float | None = column("(mem_avg_mb - the tool's 1-VU memory) / VUs, KiB")
+    mem_per_vu_kb: float | None = column("(mem_avg_mb - the tool's 1-VU memory) / VUs, KiB; empty when not above that baseline (not measurable)")
     # Open model and the stall test (issue 13): harness/openmodel.py, harness/stall.py.
     rate_model: str = column("in a rate scenario: how the tool paced it (its options), or why it cannot", "")
     rate_target_rps: float | None = column("the arrival rate asked for (empty: closed model)")
@@ -84,6 +84,22 @@ class RunRow(Figures, RunSetup):
 
 
 COLUMNS = [f.name for f in fields(RunRow)]
+# What a run measured: a figure only when it ran ok. A failed or timed-out run keeps them in meta.json
+# ("withheld") for diagnosis, never in runs.csv where they would read as results.
+CONTEXT_COLUMNS = {*(f.name for f in fields(RunSetup)), "status", "error", "notes", "shaper", "rtt_measured_ms", "rtt_ok",
+                   "repeat", "started_at", "run_dir", "timing_resolution_ms", "co_corrected", "cpus_target",
+                   "cpus_tool", "rate_model", "rate_target_rps", "stall_ms", "stall_at_s", "generators"}
+RESULT_COLUMNS = [c for c in COLUMNS if c not in CONTEXT_COLUMNS]
+
+
+def withhold_results(row: RunRow) -> dict:
+    """Empty a run's measured columns unless it ran ok; returns the values taken out (for meta.json)."""
+    if row.status == "ok":
+        return {}
+    taken = {c: getattr(row, c) for c in RESULT_COLUMNS if getattr(row, c) is not None}
+    for name in taken:
+        setattr(row, name, None)
+    return taken
 
 
 def _cell(value) -> str:

@@ -9,6 +9,7 @@ import json
 import os
 import traceback
 import signal
+import sys
 import time
 from contextlib import ExitStack
 from dataclasses import dataclass, field, fields
@@ -22,8 +23,9 @@ from harness.cpus import CpuSplit, choose_split
 from harness.adapter import LatencyHistogram, Metrics, RunSpec, ToolAdapter, ToolOutput, below_resolution
 from harness.capture import MISSING, Capture, tcpdump_missing
 from harness.errors import HarnessError
+from harness.failure import cause_line
 from harness.execution import Execution, execute
-from harness.results import COLUMNS, ResultsFolder, RunRow, write_meta
+from harness.results import COLUMNS, ResultsFolder, RunRow, withhold_results, write_meta
 from harness.sampling import summarise
 from harness.shaping import ShaperChoice, choose_shaper, measure_rtt, netem_available, proxy_pids, rtt_ok, shaped
 from harness.runtimes import Runtime, Session, make_runtime
@@ -57,6 +59,12 @@ class Plan:
     keep_pcap: bool = False       # with capture: keep each run's pcap next to its output
     split: CpuSplit = field(default_factory=choose_split)   # target and tool CPU sets (harness/cpus.py)
 
+    def __post_init__(self) -> None:
+        for name in ("results_root", "resume"):
+            path = getattr(self, name)
+            if path is not None and not path.is_absolute():   # tools in containers/on other hosts would miss it
+                raise ValueError(f"Plan.{name} must be absolute (resolve it where it enters), got {path}")
+
     @property
     def runs(self) -> list[tuple[Scenario, ToolAdapter, int]]:
         return [(s, t, r) for r in range(1, self.repeat + 1) for s in self.scenarios for t in self.tools]
@@ -68,17 +76,32 @@ def grace_s(duration_s: int, override: float | None = None) -> float:
 
 
 def _single_instance() -> object:
-    """One benchmark at a time per machine. LTH_LOCK_WAIT_S=n waits up to n s for the other run to end."""
+    """One benchmark at a time per machine. LTH_LOCK_WAIT_S=n waits up to n s for the other run to end.
+    The holder writes who it is into the lock file, so a refused run can name it."""
     handle = LOCK_FILE.open("a+")
     deadline = time.monotonic() + float(os.environ.get("LTH_LOCK_WAIT_S", "0"))
     while True:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return handle
+            break
         except BlockingIOError:
             if time.monotonic() >= deadline:
-                raise HarnessError(f"another harness run holds {LOCK_FILE}: only one benchmark at a time on a machine") from None
+                raise HarnessError(f"another benchmark is running on this machine ({_lock_holder()}): one at a time; "
+                                   f"wait for it to end or stop it, then rerun") from None
             time.sleep(1)
+    handle.truncate(0)
+    handle.write(json.dumps({"pid": os.getpid(), "command": " ".join(sys.argv),
+                             "since": datetime.now(timezone.utc).isoformat(timespec="seconds")}))
+    handle.flush()
+    return handle
+
+
+def _lock_holder() -> str:
+    try:
+        holder = json.loads(LOCK_FILE.read_text())
+        return f"pid {holder['pid']}, `{holder['command']}`, since {holder['since']}"
+    except (OSError, ValueError, KeyError):
+        return f"{LOCK_FILE} is held"
 
 
 def _raise_on_sigterm(*_: object) -> None:
@@ -96,7 +119,8 @@ def fill_metrics(row: RunRow, adapter: ToolAdapter, spec: RunSpec, execution: Ex
     try:
         metrics = below_resolution(adapter.parse(output), adapter.timing_resolution_ms)
     except Exception as exc:  # noqa: BLE001 - any parser failure is the run's failure, not the suite's
-        metrics, row.error = None, f"could not parse {adapter.name}'s output: {type(exc).__name__}: {exc}"
+        metrics, row.error = None, (f"could not parse {adapter.name}'s output in {spec.out_dir}: {type(exc).__name__}: "
+                                    f"{exc} (its stderr: {cause_line(execution.stderr)})")
     window = None
     if metrics is not None:
         for name in COPIED_METRICS:
@@ -118,8 +142,7 @@ def fill_metrics(row: RunRow, adapter: ToolAdapter, spec: RunSpec, execution: Ex
     if execution.timed_out:
         row.status, row.error = "timeout", f"still running {grace:.0f} s after its duration: killed"
     elif execution.exit_code != 0:
-        last = (execution.stderr.strip().splitlines() or ["no stderr"])[-1]
-        row.status, row.error = "failed", f"exit status {execution.exit_code}: {last[:300]}"
+        row.status, row.error = "failed", f"exit status {execution.exit_code}: {cause_line(execution.stderr, execution.stdout)}"
     elif metrics is not None:
         row.status = "ok"
     return {"metric_source": metrics.source if metrics else None, "notes": metrics.notes if metrics else [],
@@ -192,6 +215,8 @@ def run_one(runtime: Runtime, adapter: ToolAdapter, scenario: Scenario, folder: 
         baseline = (baselines or {}).get(adapter.name)
         if baseline:
             row.mem_per_vu_kb = bottleneck.mem_per_vu_kb(row.mem_avg_mb, baseline["mem_avg_mb"], row.vus)
+            row.notes = "; ".join(filter(None, [row.notes, bottleneck.mem_per_vu_note(row.mem_avg_mb,
+                                                                                       baseline["mem_avg_mb"])]))
             meta["mem_baseline_1vu"] = baseline
     except HarnessError as exc:
         row.status, row.error = "failed", str(exc)
@@ -201,8 +226,13 @@ def run_one(runtime: Runtime, adapter: ToolAdapter, scenario: Scenario, folder: 
     wire = capture.fill(row)
     if wire:
         meta["wire"] = wire
-    write_meta(run_dir, row, meta)
+    _write_meta(run_dir, row, meta)
     return row
+
+
+def _write_meta(run_dir: Path, row: RunRow, meta: dict) -> None:
+    withheld = withhold_results(row)
+    write_meta(run_dir, row, {**meta, **({"withheld_figures": withheld} if withheld else {})})
 
 
 def run_merged(runtime: Runtime, adapter: ToolAdapter, scenario: Scenario, folder: ResultsFolder,
@@ -252,7 +282,7 @@ def run_merged(runtime: Runtime, adapter: ToolAdapter, scenario: Scenario, folde
     except Exception as exc:  # noqa: BLE001 - a bug or crash in one run must not sink the suite
         row.status, row.error = "failed", f"harness error: {type(exc).__name__}: {exc}"
         meta["traceback"] = traceback.format_exc()
-    write_meta(run_dir, row, meta)
+    _write_meta(run_dir, row, meta)
     return row
 
 

@@ -16,13 +16,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import IO, Iterator
 
+import psutil
+
 from harness import TARGET_DIR
 from harness.adapter import Metrics, ParseError, RunSpec, ToolAdapter, ToolOutput
 from harness.runtimes.base import Runtime, Session
 from harness.sampling import PidSource
 from harness.target import STATUS_PATH, TARGET_FILE, Target
 
-from fake_tool import MODES
+from fake_tool import MODES, WRAPPED_NAME
 
 TOOL = Path(__file__).with_name("fake_tool.py")
 
@@ -83,7 +85,12 @@ class FakeSession(Session):
         return subprocess.Popen(argv, stdout=stdout, stderr=stderr, stdin=subprocess.DEVNULL, start_new_session=True)
 
     def pids(self, proc: subprocess.Popen) -> PidSource:
-        return lambda: {proc.pid} if proc.poll() is None else set()
+        def tree() -> set[int]:
+            try:
+                return {proc.pid, *(child.pid for child in psutil.Process(proc.pid).children(recursive=True))}
+            except psutil.NoSuchProcess:
+                return set()
+        return tree
 
     def version(self, adapter: ToolAdapter) -> str:
         return "0.0-fake"
@@ -132,6 +139,7 @@ class FakeTool(ToolAdapter):
     def __init__(self, mode: str, name: str | None = None, open_model: bool = False) -> None:
         assert mode in MODES, mode
         self.mode, self.name, self.open_model = mode, name or f"fake-{mode}", open_model
+        self.sampled_process = WRAPPED_NAME if mode.startswith("wrapped-") else None
         self.folder = Path(__file__).parent
 
     def command(self, spec: RunSpec) -> list[str]:

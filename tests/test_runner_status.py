@@ -23,7 +23,7 @@ from harness.scenarios import Scenario
 CLOSED = Scenario(id="vu2-rtt0.1", vus=2, rtt_ms=0.1, duration_s=1)
 RATE = Scenario(id="rate50", vus=2, rtt_ms=0.1, duration_s=1, rate_rps=50)
 GRACE_S = 3.0
-TOOLS = [FakeTool("fail"), FakeTool("hang"), FakeTool("garbage"), FakeTool("ok"), FakeTool("window"),
+TOOLS = [FakeTool("fail"), FakeTool("hang"), FakeTool("garbage"), FakeTool("ok"), FakeTool("window"), FakeTool("wrapped-long"),
          FakeTool("ok", name="fake-unprepared"), FakeTool("ok", name="fake-open", open_model=True)]
 BROKEN = {"fake-unprepared": "image build failed: see build.log"}
 
@@ -57,11 +57,16 @@ def test_a_tool_that_exits_0_with_output_that_parses_is_ok(suite):
     assert meta(suite, CLOSED.id, "fake-ok")["load_window_s"] is None
 
 
-def test_a_non_zero_exit_is_failed_with_the_last_stderr_line_and_keeps_the_figures(suite):
+def test_a_non_zero_exit_is_failed_with_the_cause_and_its_figures_are_withheld_from_the_row(suite):
     row = suite["rows"][CLOSED.id, "fake-fail"]
     assert row.status == "failed"
     assert row.error == "exit status 3: fake: the connection pool broke"
-    assert row.requests > 5                      # parsed all the same: the figures say how far it got
+    # Parsed all the same, but a failed run's figures are no results: meta.json keeps them for diagnosis.
+    assert row.requests is None and row.rps is None and row.mem_avg_mb is None and row.cpu_avg_pct is None
+    assert meta(suite, CLOSED.id, "fake-fail")["withheld_figures"]["requests"] > 5
+    with (suite["folder"] / "runs.csv").open() as handle:
+        written = next(r for r in csv.DictReader(handle) if r["tool"] == "fake-fail")
+    assert written["requests"] == written["mem_avg_mb"] == written["cpu_avg_pct"] == ""
 
 
 def test_a_tool_running_past_its_grace_is_killed_and_timeout(suite):
@@ -77,7 +82,9 @@ def test_a_tool_running_past_its_grace_is_killed_and_timeout(suite):
 def test_output_the_parser_rejects_is_failed_with_the_parse_error(suite):
     row = suite["rows"][CLOSED.id, "fake-garbage"]
     assert row.status == "failed"
-    assert row.error == "could not parse fake-garbage's output: ParseError: no JSON summary line in the fake tool's output"
+    run_dir = suite["folder"] / row.run_dir
+    assert row.error == (f"could not parse fake-garbage's output in {run_dir}: ParseError: no JSON summary line in "
+                         "the fake tool's output (its stderr: no output)")     # the folder it looked in
     assert row.requests is None and row.rps is None
 
 
@@ -91,6 +98,17 @@ def test_a_tool_reported_load_window_bounds_the_usage_figures(suite):
     assert row.mem_startup_peak_mb > row.mem_peak_mb + BALLAST_MB / 2
     with (suite["folder"] / row.run_dir / "samples.csv").open() as handle:
         assert recorded["samples"] < len(list(csv.DictReader(handle)))
+
+
+def test_a_wrapped_tool_is_sampled_without_its_wrapper_in_the_run_and_in_its_1_vu_baseline(suite):
+    row = suite["rows"][CLOSED.id, "fake-wrapped-long"]
+    assert row.status == "ok", row.error
+    baseline = meta(suite, CLOSED.id, "fake-wrapped-long")["mem_baseline_1vu"]
+    # The wrapper holds BALLAST_MB: counted in either, the per-VU figure would be off by that much.
+    assert 0 < baseline["mem_avg_mb"] < BALLAST_MB / 4 and 0 < row.mem_avg_mb < BALLAST_MB / 4
+    assert row.mem_per_vu_kb is None or row.mem_per_vu_kb > 0
+    if row.mem_per_vu_kb is None:
+        assert "mem_per_vu_kb not measurable" in row.notes
 
 
 def test_a_rate_scenario_gives_a_closed_model_tool_an_unsupported_row_without_running_it(suite):

@@ -161,7 +161,7 @@ class DockerRuntime(Runtime):
         # No tool (down, the target's build): an empty LTH_TOOL takes compose.yaml's default, as those
         # commands do not depend on which generator image the project uses.
         return {**os.environ, "LTH_TOOL": tool or "", "LTH_BASE_IMAGE": self.base_image,
-                "LTH_RESULTS_DIR": str(self.results_dir.resolve()), "LTH_TOOLS_DIR": str(TOOLS_DIR),
+                "LTH_RESULTS_DIR": str(self.results_dir), "LTH_TOOLS_DIR": str(TOOLS_DIR),
                 "LTH_CPUS_TARGET": format_cpus(self.split.target_cpus), "LTH_CPUS_TOOL": format_cpus(self.split.tool_cpus)}
 
     def _compose(self, tool: str | None, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:

@@ -215,7 +215,7 @@ class RemoteDockerRuntime(RemoteTargetRuntime):
         self._images: list[str] = []
         self._here = ToolContainers(docker_here, [
             "--network", "host", "--label", f"{PREFIX}=generator",
-            "-v", f"{self._builder.results_dir.resolve()}:{self._builder.results_dir.resolve()}",
+            "-v", f"{self._builder.results_dir}:{self._builder.results_dir}",
             "-v", f"{TOOLS_DIR}:{TOOLS_DIR}:ro"])
 
     def _make_target(self, ssh: SshHost) -> RemoteNginx:
