@@ -6,11 +6,15 @@ Tiers: `pytest -m "not e2e"` (make test-unit) needs no root, Docker, tools or ne
 the end-to-end tests of those tools: the ones whose ``tools`` marker they cover, and those of
 tests/test_tools_e2e.py.
 """
+import csv
 import json
 import os
 import shutil
 import subprocess
 import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -90,6 +94,82 @@ def nothing_left_behind(request: pytest.FixtureRequest):
     yield
     if any(item.get_closest_marker("e2e") for item in request.session.items):
         assert leftovers() == [], "left behind after the end-to-end tests (`make clean-state` removes them)"
+
+
+# --- the README's commands, as typed, in a throw-away clone ------------------------------------------------
+# Make variables a test's own environment must not hand to the make it runs (MAKEFLAGS carries the
+# command line of an outer `make test-e2e TOOLS=...`; the rest are the Makefile's `?=` overrides).
+MAKE_ENVIRONMENT = ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "TOOLS", "SCENARIOS", "RUNTIME", "DURATION", "SHAPER",
+                    "RESUME", "FORCE", "RESULTS_ROOT", "CAPTURE", "CPUS_TARGET", "CPUS_TOOL", "ISOLATION", "TARGET_HOST",
+                    "GENERATOR_HOST", "REPEAT", "RESULTS")
+
+
+def throwaway_clone(dest: Path) -> Path:
+    """What `git clone` of this checkout gives, with its uncommitted work: the tracked files and the new ones
+    git does not ignore (no .venv, results, prebuilt binaries or caches)."""
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO,
+                            capture_output=True, text=True, check=True).stdout.split("\0")
+    for name in filter(None, listed):
+        source = REPO / name
+        if source.is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, dest / name)
+    return dest
+
+
+def make_as_typed(clone: Path, *arguments: str, timeout: float = 3600) -> subprocess.CompletedProcess:
+    """`make ARGUMENTS` in ``clone`` as a user types it: the clone's own venv and defaults, no variable from
+    this environment; the output also goes to clone/make-<target>.log."""
+    env = {k: v for k, v in os.environ.items() if k not in MAKE_ENVIRONMENT}
+    result = subprocess.run(["make", *arguments], cwd=clone, env=env, capture_output=True, text=True,
+                            timeout=timeout)
+    (clone / f"make-{'-'.join(a.replace('/', '_') for a in arguments)}.log").write_text(result.stdout + result.stderr)
+    return result
+
+
+DURATION_AS_TYPED = "3"     # the one override the as-typed tier allows (issue 21)
+
+
+@dataclass
+class TypedRun:
+    """One `make bench-quick` in the throw-away clone: what it printed and the results it left."""
+
+    arguments: list[str]
+    result: subprocess.CompletedProcess
+    minutes: float
+    latest: Path                 # clone/results/latest, as the README names it
+    rows: list[dict]
+
+    @property
+    def output(self) -> str:
+        return f"make {' '.join(self.arguments)} (exit {self.result.returncode}):\n" + \
+            "\n".join((self.result.stdout + self.result.stderr).splitlines()[-60:])
+
+
+@pytest.fixture(scope="session")
+def bench_quick(tmp_path_factory) -> Callable[[str], TypedRun]:
+    """The README's quick start as typed, in one throw-away clone: `make bench-quick DURATION=3`, and the
+    same with RUNTIME=host; each runtime once per session, whichever test asks first. Under LTH_TEST_TOOLS
+    (make test-e2e TOOLS=...) only those tools run (TOOLS=...), and the as-typed counts are not checked."""
+    require_root_tools("ip", "nginx", "make", "git")
+    clone = throwaway_clone(tmp_path_factory.mktemp("clone") / "load-tool-harness")
+    runs: dict[str, TypedRun] = {}
+
+    def run(runtime: str) -> TypedRun:
+        if runtime not in runs:
+            arguments = ["bench-quick", f"DURATION={DURATION_AS_TYPED}", *([] if runtime == "docker" else
+                                                                           [f"RUNTIME={runtime}"])]
+            if selected_tools() is not None:
+                arguments.append(f"TOOLS={','.join(sorted(selected_tools()))}")
+            started = time.monotonic()
+            result = make_as_typed(clone, *arguments)
+            latest = clone / "results" / "latest"
+            rows = list(csv.DictReader((latest / "runs.csv").open())) if (latest / "runs.csv").is_file() else []
+            runs[runtime] = TypedRun(arguments, result, (time.monotonic() - started) / 60, latest, rows)
+            print(f"\nmake {' '.join(arguments)}: {runs[runtime].minutes:.1f} min, "
+                  f"{sum(r['status'] == 'ok' for r in rows)} of {len(rows)} runs ok")
+        return runs[runtime]
+    return run
 
 
 # --- captured tool outputs (tests/fixtures/<tool>/<case>/) --------------------------------------------------

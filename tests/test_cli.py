@@ -2,6 +2,7 @@
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -65,3 +66,35 @@ def test_list_tools_shows_each_adapter():
     rows = {line.split()[0]: line for line in result.stdout.splitlines()}
     assert " closed " in rows["wrk"] and "closed model only" in rows["wrk"]     # wrk cannot pace a rate
     assert " open " in rows["oha"]                                              # oha can (-q)
+
+
+@pytest.mark.e2e
+def test_a_held_lock_is_one_line_naming_its_holder_and_no_report(tmp_path):
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from harness.runner import _single_instance; "
+                               "lock = _single_instance(); print('held', flush=True); time.sleep(120)"],
+                              cwd=REPO, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
+        result = subprocess.run(["make", "bench-quick", "TOOLS=wrk", "RUNTIME=host", f"RESULTS_ROOT={tmp_path}"],
+                                cwd=REPO, capture_output=True, text=True, timeout=600,
+                                env={**env, "LTH_LOCK_WAIT_S": "0"})
+    finally:
+        holder.kill()
+        holder.wait()
+    errors = [line for line in (result.stdout + result.stderr).splitlines() if line.startswith("error")]
+    assert len(errors) == 1, result.stdout + result.stderr
+    assert f"pid {holder.pid}" in errors[0] and "_single_instance" in errors[0] and "since 20" in errors[0]
+    assert "report:" not in result.stdout and not any(tmp_path.iterdir())
+    assert "Error 2" in result.stderr      # make's own line: the harness's exit status 2
+
+
+def test_folders_are_made_absolute_where_they_enter(tmp_path, monkeypatch):
+    from harness.cli import build_parser
+    from harness.runner import Plan
+    monkeypatch.chdir(tmp_path)
+    args = build_parser().parse_args(["run", "--results-root", "results", "--resume", "results/x"])
+    assert args.results_root == tmp_path / "results" and args.resume == tmp_path / "results" / "x"
+    # Tools in containers and on other hosts have another working directory: a relative folder is a bug.
+    with pytest.raises(ValueError, match="must be absolute"):
+        Plan(runtime="host", tools=[], scenarios=[], results_root=Path("results"))

@@ -1,46 +1,24 @@
-"""Every tool adapter end to end through the harness, a few seconds at 20 VUs (vu20-rtt0.1):
-all of them in the host runtime, and the issue-listed ones in the Docker runtime too."""
-import csv
-import os
-from pathlib import Path
-
+"""Every tool adapter end to end, in both runtimes: the rows of the README's quick start as typed
+(conftest.bench_quick: `make bench-quick DURATION=3` in a throw-away clone, Docker and host), checked
+per tool; tests/test_as_typed.py checks the runs as a whole."""
 import pytest
 
-from conftest import harness, require_root_tools, selected_tools
+from conftest import harness, selected_tools
 from harness.registry import discover
-from harness.runtimes.docker import docker_available
 
 pytestmark = pytest.mark.e2e
 ADAPTERS = discover()
 # LTH_TEST_TOOLS (make test-e2e TOOLS=...) narrows the tools run; unset, every working one.
 WORKING = sorted(name for name, a in ADAPTERS.items() if not a.unavailable and name in (selected_tools() or ADAPTERS))
-# The Docker runtime is exercised for the walking-skeleton tools, one JVM tool and Locust.
-DOCKER_TOOLS = [t for t in ("wrk", "ab", "jmeter", "locust") if t in WORKING]
-DURATION_S = os.environ.get("LTH_TOOL_TEST_DURATION", "4")
+UNSHAPED, SHAPED = "vu20-rtt0.1", "vu100-rtt50"     # scenarios/quick.yaml
 LATENCY = ("lat_min_ms", "lat_mean_ms", "lat_p50_ms", "lat_p75_ms", "lat_p90_ms", "lat_p95_ms", "lat_p99_ms", "lat_max_ms")
 
 
-def run_all(root: Path, runtime: str, tools: list[str]) -> dict[str, dict]:
-    result = harness("run", "--runtime", runtime, "--tools", ",".join(tools), "--scenarios",
-                     "scenarios/quick.yaml:vu20-rtt0.1", "--duration", DURATION_S, "--results-root", str(root),
-                     timeout=3600)
-    runs_csv = root / "latest" / "runs.csv"
-    assert runs_csv.exists(), result.stdout + result.stderr
-    return {row["tool"]: row for row in csv.DictReader(runs_csv.open())}
-
-
-@pytest.fixture(scope="module")
-def host_rows(tmp_path_factory):
-    require_root_tools("ip", "nginx")
-    return run_all(tmp_path_factory.mktemp("host"), "host", WORKING)
-
-
-@pytest.fixture(scope="module")
-def docker_rows(tmp_path_factory):
-    require_root_tools("ip", "nginx")
-    if docker_available() is None:
-        pytest.fail("no Docker daemon answers: `make test` starts one")
-    return run_all(tmp_path_factory.mktemp("docker"), "docker", DOCKER_TOOLS)
+def row_of(bench_quick, runtime: str, scenario: str, tool: str) -> dict:
+    typed = bench_quick(runtime)
+    found = [r for r in typed.rows if r["scenario"] == scenario and r["tool"] == tool]
+    assert len(found) == 1, typed.output
+    return found[0]
 
 
 def check_row(row: dict) -> None:
@@ -61,14 +39,20 @@ def check_row(row: dict) -> None:
     assert abs(served - requests) <= 0.02 * served or row["notes"], (requests, served)
 
 
+@pytest.mark.parametrize("runtime", ["docker", "host"])
 @pytest.mark.parametrize("tool", WORKING)
-def test_tool_on_host(host_rows, tool):
-    check_row(host_rows[tool])
+def test_tool_unshaped(bench_quick, runtime, tool):
+    check_row(row_of(bench_quick, runtime, UNSHAPED, tool))
 
 
-@pytest.mark.parametrize("tool", DOCKER_TOOLS)
-def test_tool_in_docker(docker_rows, tool):
-    check_row(docker_rows[tool])
+@pytest.mark.parametrize("runtime", ["docker", "host"])
+@pytest.mark.parametrize("tool", WORKING)
+def test_tool_at_a_50_ms_rtt(bench_quick, runtime, tool):
+    row = row_of(bench_quick, runtime, SHAPED, tool)
+    check_row(row)
+    assert row["shaper"] in ("netem", "toxiproxy") and row["rtt_ok"] == "True", row
+    # No tool answers faster than the round trip it goes through.
+    assert float(row["lat_p50_ms"] or row["lat_mean_ms"]) >= 0.9 * float(row["rtt_target_ms"]), row
 
 
 def test_a_tool_that_cannot_work_is_listed_not_dropped():

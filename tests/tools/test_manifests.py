@@ -22,7 +22,8 @@ def test_the_readme_tool_table_is_the_one_the_manifests_give():
 
 def test_the_readme_table_names_every_tool_id():
     text = README.read_text()
-    assert all(f"`{name}`" in text for name in discover())
+    missing = [name for name in discover() if f"`{name}`" not in text]
+    assert missing == [], f"README.md's tool table lacks {', '.join(missing)}: run `make readme-tools`"
 
 
 @pytest.mark.parametrize("folder", FOLDERS, ids=lambda p: p.name)

@@ -1,0 +1,51 @@
+"""The README's quick start as a new user types it, in a throw-away clone (conftest.bench_quick):
+`make bench-quick DURATION=3` (Docker runtime, the relative default results folder) and the same with
+RUNTIME=host. Every tool's every run must be ok, results/latest must be inside the clone, and the
+report must be there. tests/test_tools_e2e.py checks each tool's rows of the same runs in detail.
+
+The counts come from the registry and scenarios/quick.yaml, never from a number written here.
+"""
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import selected_tools
+from harness import REPO_ROOT, registry, scenarios
+
+pytestmark = pytest.mark.e2e
+QUICK = REPO_ROOT / "scenarios" / "quick.yaml"
+
+
+def expected_runs() -> set[tuple[str, str]]:
+    tools = registry.select("all" if selected_tools() is None else ",".join(sorted(selected_tools())))
+    return {(s.id, t.name) for s in scenarios.select(str(QUICK)) for t in tools}
+
+
+@pytest.mark.parametrize("runtime", ["docker", "host"])
+def test_bench_quick_as_typed_runs_every_tool_ok(bench_quick, runtime):
+    typed = bench_quick(runtime)
+    failed = [f"{r['scenario']} {r['tool']}: {r['status']}: {r['error']}" for r in typed.rows if r["status"] != "ok"]
+    assert failed == [], typed.output
+    assert {(r["scenario"], r["tool"]) for r in typed.rows} == expected_runs(), typed.output
+    assert typed.result.returncode == 0, typed.output
+    assert {r["runtime"] for r in typed.rows} == {runtime}
+
+
+@pytest.mark.parametrize("runtime", ["docker", "host"])
+def test_bench_quick_leaves_its_results_and_report_inside_the_clone(bench_quick, runtime):
+    typed = bench_quick(runtime)
+    clone = typed.latest.parent.parent
+    assert typed.latest.is_symlink() and typed.latest.resolve().parent == clone / "results"
+    assert typed.latest.resolve().name.endswith(f"-{runtime}")
+    report = typed.latest / "report" / "index.html"
+    assert report.is_file(), typed.output
+    charts = {p.name for p in report.parent.glob("*.png")}
+    assert {"rps.png", "latency.png", "memory.png"} <= charts, charts
+    html = report.read_text()
+    assert all(r["tool"] in html for r in typed.rows)
+    # Every command line the tools got named the clone's results folder by its absolute path.
+    for meta_file in typed.latest.resolve().glob("*/*/meta.json"):
+        command = json.loads(meta_file.read_text()).get("command") or []
+        paths = [a for a in command if "results/" in a]
+        assert all(Path(a.split("=")[-1]).is_absolute() for a in paths), (meta_file, paths)
