@@ -22,6 +22,8 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 URL = "http://198.18.0.2:80/style.css"
+# tests/example_tool/ is a tool folder with its tests, copied into a clone by test_adding_a_tool.py.
+collect_ignore = ["example_tool"]
 
 
 def harness(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
