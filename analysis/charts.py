@@ -1,7 +1,8 @@
 """The study's charts, one function per question, each drawn from the loaded DataFrame.
 
-Repetitions are shown as the median with min-max whiskers. A metric a tool does not report is
-NaN and leaves a gap (never a zero bar).
+Repetitions are shown as the median with min-max whiskers, over the runs that ran ok. A metric a
+tool does not report is NaN and leaves a gap (never a zero bar); a (scenario, tool) with no ok run
+has its status ("failed", "timeout", "unsupported") written where its bar would be.
 """
 from __future__ import annotations
 
@@ -18,15 +19,27 @@ import pandas as pd  # noqa: E402
 
 from analysis.load import scenario_order  # noqa: E402
 from harness.bottleneck import SATURATED, side  # noqa: E402
+from harness.results import STATUSES  # noqa: E402
 
 OK = "ok"
+STATUS_COLORS = {"failed": "tab:red", "timeout": "tab:red", "unsupported": "dimgrey"}
+
+
+def run_status(statuses: pd.Series) -> str:
+    """"ok" when any repetition ran ok, else how they ended ("failed", "timeout, failed")."""
+    seen = set(statuses.dropna())
+    if OK in seen:
+        return OK
+    return ", ".join(sorted(seen, key=lambda s: STATUSES.index(s) if s in STATUSES else len(STATUSES)))
 
 
 def spread(df: pd.DataFrame, metric: str) -> pd.DataFrame:
-    """Median, min, max and count of ``metric`` over repetitions of each (scenario, label)."""
-    ok = df[df["status"] == OK]
-    grouped = ok.groupby(["scenario", "label"])[metric]
-    return grouped.agg(median="median", low="min", high="max", n="count").reset_index()
+    """Median, min, max and count of ``metric`` over the ok repetitions of each (scenario, label), and
+    ``status`` (run_status): a (scenario, label) without an ok run is kept, with NaN figures."""
+    keys = [df["scenario"], df["label"]]
+    stats = df[metric].where(df["status"] == OK).groupby(keys).agg(median="median", low="min", high="max", n="count")
+    stats["status"] = df["status"].groupby(keys).agg(run_status)
+    return stats.reset_index()
 
 
 def _facets(df: pd.DataFrame, title: str) -> tuple[plt.Figure, list[tuple[str, plt.Axes]]]:
@@ -49,8 +62,26 @@ def _bars(ax: plt.Axes, stats: pd.DataFrame, labels: list[str], color: str = "ta
     high = (stats["high"] - stats["median"]).clip(lower=0)
     ax.barh(y, stats["median"], height=height, color=color, label=name,
             xerr=[low.fillna(0), high.fillna(0)], error_kw={"elinewidth": 0.8, "capsize": 2})
+    _rows(ax, labels)
+    _mark_not_ok(ax, stats["status"])
+
+
+def _rows(ax: plt.Axes, labels: list[str]) -> None:
+    """One row per label, top to bottom, every row inside the axes even where it holds no bar."""
     ax.set_yticks(np.arange(len(labels)), labels, fontsize=8)
-    ax.invert_yaxis() if not ax.yaxis_inverted() else None
+    ax.set_ylim(len(labels) - 0.5, -0.5)
+
+
+def _mark_not_ok(ax: plt.Axes, status: pd.Series) -> None:
+    """Writes the status of each row (label) that has no ok run where its bar would be: without it the
+    gap would read as "not reported". Once per row, however many bars a row holds."""
+    marked = {t.get_position()[1] for t in ax.texts if t.get_gid() == "status"}
+    for y, text in enumerate(status):
+        if not isinstance(text, str) or text == OK or y in marked:
+            continue
+        # x in axes fraction: the mark stays at the axis' left on a log scale, where x=0 does not exist
+        ax.text(0.01, y, text, transform=ax.get_yaxis_transform(), gid="status", fontsize=7, fontstyle="italic",
+                va="center", ha="left", color=STATUS_COLORS.get(text.split(",")[0], "tab:red"))
 
 
 def _flag(column: pd.Series) -> pd.Series:
@@ -105,8 +136,8 @@ def latency(df: pd.DataFrame) -> plt.Figure:
         for metric, (name, marker) in markers.items():
             stats = spread(df[df["scenario"] == scenario], metric).set_index("label").reindex(labels)
             ax.scatter(stats["median"], np.arange(len(labels)), marker=marker, s=18, label=name)
-        ax.set_yticks(np.arange(len(labels)), labels, fontsize=8)
-        ax.invert_yaxis()
+        _rows(ax, labels)
+        _mark_not_ok(ax, stats["status"])
         rtt = df[df["scenario"] == scenario]["rtt_target_ms"].iloc[0]
         ax.axvline(rtt, color="grey", linestyle="--", linewidth=0.8, label="target RTT")
         ax.set_title(f"{scenario} (RTT {rtt:g} ms)", fontsize=9)
@@ -172,8 +203,7 @@ def latency_accuracy(df: pd.DataFrame) -> plt.Figure | None:
             ax.hlines(y + offset, wire, tool, color=color, linewidth=1)
             ax.scatter(tool, y + offset, color=color, marker="o", s=22, label=f"{name} reported")
             ax.scatter(wire, y + offset, facecolors="white", edgecolors=color, marker="o", s=22, label=f"{name} wire")
-        ax.set_yticks(y, labels, fontsize=8)
-        ax.set_ylim(len(labels) - 0.5, -0.5)
+        _rows(ax, labels)
         ax.set_title(f"{scenario} (RTT {subset['rtt_target_ms'].iloc[0]:g} ms)", fontsize=9)
         ax.set_xlabel("ms (log)", fontsize=8)
         _log_axis(ax)
@@ -216,19 +246,30 @@ def docker_vs_host(df: pd.DataFrame) -> plt.Figure | None:
     scenarios = df[["scenario", "vus", "rtt_target_ms"]].drop_duplicates("scenario")
     data = ratios.merge(scenarios, on="scenario").assign(label=lambda d: d["tool"])
     fig, facets = _facets(data, "Container vs bare metal: Docker / host ratio (1 = no difference)")
-    labels = sorted(data["label"].unique())
+    statuses = {scenario: _runtime_status(df[df["scenario"] == scenario]) for scenario in data["scenario"].unique()}
+    labels = sorted(set(data["label"]).union(*(s.index for s in statuses.values())))
     for scenario, ax in facets:
         subset = data[data["scenario"] == scenario].set_index("label").reindex(labels)
         y = np.arange(len(labels))
         ax.barh(y - 0.2, subset["rps_ratio"], height=0.4, label="RPS ratio", color="tab:blue")
         ax.barh(y + 0.2, subset["p50_ratio"], height=0.4, label="p50 ratio", color="tab:orange")
         ax.axvline(1.0, color="grey", linewidth=0.8)
-        ax.set_yticks(y, labels, fontsize=8)
-        ax.invert_yaxis()
+        _rows(ax, labels)
+        _mark_not_ok(ax, statuses[scenario].reindex(labels))
         ax.set_title(scenario, fontsize=9)
         ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
     return fig
+
+
+def _runtime_status(runs: pd.DataFrame) -> pd.Series:
+    """Per tool run in both runtimes: ok, or which runtime had no ok run and how it ended ("failed (docker)")."""
+    by_runtime = runs.groupby(["tool", "runtime"])["status"].agg(run_status).unstack("runtime")
+    if not {"docker", "host"} <= set(by_runtime.columns):
+        return pd.Series(dtype=object)
+    both = by_runtime[["docker", "host"]].dropna()
+    return pd.Series(["; ".join(f"{status} ({runtime})" for runtime, status in row.items() if status != OK) or OK
+                      for _, row in both.iterrows()], index=both.index, dtype=object)
 
 
 def _bool(value: object) -> bool | None:
@@ -269,7 +310,8 @@ def bottleneck(df: pd.DataFrame) -> plt.Figure:
         _bars(ax, spread(subset, "tool_cpu_share"), labels, color="tab:blue", offset=-0.2, height=0.4, name="tool")
         _bars(ax, spread(subset, "target_cpu_share"), labels, color="tab:red", offset=0.2, height=0.4, name="Nginx")
         ax.axvline(SATURATED * 100, color="grey", linestyle="--", linewidth=0.8)
-        right = max(160.0, np.nanmax([subset["tool_cpu_share"].max(), subset["target_cpu_share"].max(), 0]) * 1.05)
+        ok = subset[subset["status"] == OK]     # a killed run's CPU is no figure to scale the axis to
+        right = max(160.0, np.nanmax([ok["tool_cpu_share"].max(), ok["target_cpu_share"].max(), 0]) * 1.05)
         ax.set_xlim(0, right)
         for y, label in enumerate(labels):
             runs = subset[(subset["label"] == label) & (subset["status"] == OK)]

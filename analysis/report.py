@@ -19,9 +19,10 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
-from analysis.charts import CHARTS, runtime_ratios, spread, with_limits
+from analysis.charts import CHARTS, OK, run_status, runtime_ratios, spread, with_limits
 from analysis.load import environment, load_results, scenario_order
 from analysis.stall import EXPLANATION as STALL_EXPLANATION, stall_table, write_stall_chart
+from harness.results import STATUSES
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 NO_CHART = {"docker_vs_host": "these results hold no run of the same tool and scenario in both runtimes",
@@ -32,7 +33,8 @@ SUMMARY_METRICS = ["rps", "lat_p50_ms", "lat_p99_ms", "lat_added_ms", "mem_avg_m
 
 
 def summary_table(df: pd.DataFrame) -> list[dict]:
-    """Median (min-max) per (scenario, label) over repetitions; empty where unreported."""
+    """Median (min-max) per (scenario, label) over its ok repetitions; empty where unreported or where
+    no run was ok (``status`` then says how they ended)."""
     rows = []
     order = {s: i for i, s in enumerate(scenario_order(df))}
     keys = df[["scenario", "label", "tool", "runtime"]].drop_duplicates()
@@ -40,12 +42,32 @@ def summary_table(df: pd.DataFrame) -> list[dict]:
     for _, key in keys.sort_values(["scenario", "label"], key=lambda c: c.map(order) if c.name == "scenario" else c).iterrows():
         runs = df[(df["scenario"] == key["scenario"]) & (df["label"] == key["label"])]
         row = {"scenario": key["scenario"], "tool": key["label"], "runs": len(runs),
-               "ok": int((runs["status"] == "ok").sum()), "version": ", ".join(sorted(set(runs["tool_version"].dropna())))}
+               "ok": int((runs["status"] == OK).sum()), "status": run_status(runs["status"]),
+               "version": ", ".join(sorted(set(runs["tool_version"].dropna())))}
+        ok = runs[runs["status"] == OK]
         for metric, stats in spreads.items():
-            row[metric] = _cell(stats, (key["scenario"], key["label"])) or _below_resolution(runs, metric)
-        row["limited_by"] = ", ".join(sorted(set(runs.loc[runs["status"] == "ok", "limited_by"])))
+            row[metric] = _cell(stats, (key["scenario"], key["label"])) or _below_resolution(ok, metric)
+        row["limited_by"] = ", ".join(sorted(set(ok["limited_by"])))
         rows.append(row)
     return rows
+
+
+def failed_runs(df: pd.DataFrame) -> list[dict]:
+    """Every run that did not end ok, by status (failed, timeout, unsupported), with its error in full."""
+    bad = df[df["status"] != OK]
+    scenarios = {s: i for i, s in enumerate(scenario_order(df))}
+    rank = {s: i for i, s in enumerate(STATUSES)}
+    bad = bad.assign(_status=bad["status"].map(rank), _scenario=bad["scenario"].map(scenarios))
+    return [{"status": r["status"], "scenario": r["scenario"], "tool": r["label"], "repeat": int(r["repeat"]),
+             "error": r["error"] if isinstance(r["error"], str) else ""}
+            for _, r in bad.sort_values(["_status", "_scenario", "label", "repeat"]).iterrows()]
+
+
+def status_counts(df: pd.DataFrame) -> str:
+    """"2 failed, 1 timeout" over the runs that did not end ok."""
+    counts = df.loc[df["status"] != OK, "status"].value_counts()
+    order = [s for s in STATUSES if s in counts] + sorted(set(counts.index) - set(STATUSES))
+    return ", ".join(f"{counts[s]} {s}" for s in order)
 
 
 def _cell(stats: pd.DataFrame, key: tuple) -> str:
@@ -101,7 +123,8 @@ def build(folders: list[Path], out: Path) -> Path:
         generated=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         folders=[{"name": f.name, "environment": environment(f), "raw": raw_rows(f), "sources": metric_sources(f)}
                  for f in folders],
-        charts=charts, missing=missing, summary=summary_table(df),
+        charts=charts, missing=missing, summary=summary_table(df), runs=len(df),
+        failed=failed_runs(df), failed_counts=status_counts(df),
         ratios=ratios.round(3).to_dict("records"), metrics=[*SUMMARY_METRICS, "limited_by"],
         stall=stall_table(df), stall_explanation=STALL_EXPLANATION, stall_chart=write_stall_chart(df, out),
     )

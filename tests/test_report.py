@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from analysis import load_results
-from analysis.charts import CHARTS, NEEDS_CAPTURE, spread
-from analysis.report import build
+from analysis.charts import CHARTS, NEEDS_CAPTURE, spread, with_limits
+from analysis.report import SUMMARY_METRICS, build
 from conftest import REPO
 
 SAMPLE = sorted((REPO / "results" / "sample").iterdir())
@@ -154,3 +154,104 @@ def test_a_latency_below_the_tools_resolution_is_shown_as_such_and_never_charted
     assert (shown[header.index("lat_p50_ms")], shown[header.index("lat_p99_ms")]) == ("< 1 ms", "~1 ms")
     wrk = next(r for r in body if r[0] == "vu20-rtt0.1" and r[1] == "wrk")
     assert float(wrk[header.index("lat_p50_ms")].split(" ")[0]) > 0      # a µs tool's figures stay
+
+
+STALL_RESULTS = REPO / "tests" / "fixtures" / "openmodel" / "stall-results"
+REFUSED = 'Get "http://198.18.0.2:80/style.css": dial tcp 198.18.0.2:80: connect: connection refused'
+
+
+@pytest.fixture
+def with_failures(tmp_path) -> Path:
+    """Real rows of an open-model suite (tests/fixtures/openmodel/stall-results), two scenarios, five tools:
+    artillery timed out in both (its row still carries the mem/cpu it had when killed, as folders written
+    before the runner withheld them do), wrk is unsupported, and hey's rate1000-rtt10 run is turned into
+    a failure that kept its figures."""
+    folder = tmp_path / "20261123T110413Z-host"
+    folder.mkdir()
+    shutil.copy(STALL_RESULTS / "environment.json", folder)
+    with (STALL_RESULTS / "runs.csv").open(newline="") as handle:
+        reader = csv.DictReader(handle)
+        fields, rows = reader.fieldnames, list(reader)
+    rows = [r for r in rows if r["scenario"] in ("rate1000-rtt0.1", "rate1000-rtt10")
+            and r["tool"] in ("k6", "hey", "oha", "artillery", "wrk")]
+    failed = next(r for r in rows if r["tool"] == "hey" and r["scenario"] == "rate1000-rtt10")
+    failed.update(status="failed", error=REFUSED)
+    assert failed["mem_avg_mb"] and failed["cpu_avg_pct"]
+    with (folder / "runs.csv").open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(rows)
+    return folder
+
+
+def test_failed_runs_are_listed_with_their_error_before_the_first_chart(with_failures, tmp_path):
+    index = build([with_failures], tmp_path / "report")
+    html = index.read_text()
+    assert html.index('id="failed-runs"') < html.index("<figure")
+    header, *body = parse(index).tables["failed"]
+    listed = {(r[header.index("scenario")], r[header.index("tool")]): r for r in body}
+    assert set(listed) == {("rate1000-rtt10", "hey"), ("rate1000-rtt0.1", "artillery"), ("rate1000-rtt10", "artillery"),
+                           ("rate1000-rtt0.1", "wrk"), ("rate1000-rtt10", "wrk")}
+    hey = listed[("rate1000-rtt10", "hey")]
+    assert hey[header.index("status")] == "failed" and hey[header.index("error")] == REFUSED
+    assert listed[("rate1000-rtt0.1", "artillery")][header.index("status")] == "timeout"
+    wrk = listed[("rate1000-rtt10", "wrk")]
+    assert wrk[header.index("status")] == "unsupported" and wrk[header.index("error")].startswith(
+        "open model not supported: closed model only: wrk has no rate option")
+    assert [r[0] for r in body] == sorted((r[0] for r in body), key=["failed", "timeout", "unsupported"].index)
+    assert "1 failed, 2 timeout, 2 unsupported of 10 runs" in html
+
+
+def test_all_ok_says_so_in_one_line(tmp_path):
+    html = build([HOST], tmp_path).read_text()
+    assert "None: all 8 runs ran ok." in html and 'id="failed"' not in html
+
+
+def _status_marks(fig, scenario: str) -> dict[str, list[str]]:
+    """The status texts of the facet of ``scenario``, by the y-axis label of the row they sit on."""
+    ax = next(a for a in fig.axes if a.get_visible() and a.get_title().split()[:1] == [scenario])
+    rows = {round(y): t.get_text() for y, t in zip(ax.get_yticks(), ax.get_yticklabels())}
+    marks = {}
+    for text in ax.texts:
+        if text.get_gid() == "status":
+            marks.setdefault(rows[round(text.get_position()[1])], []).append(text.get_text())
+    return marks
+
+
+@pytest.mark.parametrize("name", sorted(set(CHARTS) - NEEDS_CAPTURE - {"docker_vs_host"}))
+def test_every_bar_chart_writes_the_status_where_a_run_without_an_ok_repetition_would_be(with_failures, name):
+    import matplotlib.pyplot as plt
+    df = with_limits(load_results(with_failures))
+    fig = CHARTS[name][1](df)
+    try:
+        # once per row, even where a row holds two bars (memory, bottleneck); none at an ok run's row
+        assert _status_marks(fig, "rate1000-rtt10") == {"hey": ["failed"], "artillery": ["timeout"],
+                                                        "wrk": ["unsupported"]}
+        assert _status_marks(fig, "rate1000-rtt0.1") == {"artillery": ["timeout"], "wrk": ["unsupported"]}
+    finally:
+        plt.close(fig)
+
+
+def test_docker_vs_host_names_the_runtime_whose_runs_failed():
+    import matplotlib.pyplot as plt
+    df = load_results(*SAMPLE)
+    df.loc[(df["runtime"] == "docker") & (df["tool"] == "ab") & (df["scenario"] == "vu20-rtt0.1"), "status"] = "failed"
+    fig = CHARTS["docker_vs_host"][1](df)
+    try:
+        assert _status_marks(fig, "vu20-rtt0.1") == {"ab": ["failed (docker)"]}
+        assert _status_marks(fig, "vu50-rtt50") == {}
+    finally:
+        plt.close(fig)
+
+
+def test_a_run_that_did_not_end_ok_has_no_figure_in_the_summary(with_failures, tmp_path):
+    header, *body = parse(build([with_failures], tmp_path / "report")).tables["summary"]
+    row = {(r[0], r[1]): dict(zip(header, r)) for r in body}
+    for key in (("rate1000-rtt10", "hey"), ("rate1000-rtt0.1", "artillery"), ("rate1000-rtt10", "wrk")):
+        assert row[key]["ok"] == "0"
+        assert all(row[key][m] == "" for m in SUMMARY_METRICS), row[key]      # rps, mem_*, cpu, ...
+    hey_ok = row[("rate1000-rtt0.1", "hey")]
+    assert hey_ok["mem_avg_mb"] != "" and hey_ok["cpu_avg_pct"] != ""           # the same tool's ok run keeps them
+    stats = spread(with_limits(load_results(with_failures)), "mem_peak_mb").set_index(["scenario", "label"])
+    assert np.isnan(stats.loc[("rate1000-rtt10", "hey"), "median"])
+    assert stats.loc[("rate1000-rtt10", "hey"), "status"] == "failed"
