@@ -19,6 +19,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
+from harness import REPO_ROOT
 from analysis.charts import CHARTS, OK, run_status, runtime_ratios, spread, with_limits
 from analysis.load import environment, load_results, scenario_order
 from analysis.stall import EXPLANATION as STALL_EXPLANATION, stall_table, write_stall_chart
@@ -134,7 +135,7 @@ def build(folders: list[Path], out: Path) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Write the HTML report of one or more results folders.")
-    parser.add_argument("folders", nargs="*", type=Path, default=[Path("results/latest")])
+    parser.add_argument("folders", nargs="*", type=Path, default=[REPO_ROOT / "results" / "latest"])
     parser.add_argument("--out", type=Path, help="report folder (default: FOLDER/report, or results/compare-<ts>/report)")
     args = parser.parse_args(argv)
     folders = [f.resolve() for f in args.folders]

@@ -1,0 +1,34 @@
+"""The error line of a failed run names the cause, picked from the tool's real stderr
+(tests/fixtures/failures/<tool>/: each tool run by hand with its output file in a folder that did not
+exist, as a relative results path inside a container once made them fail), not its last line."""
+import pytest
+
+from conftest import FIXTURES
+from harness.failure import cause_line
+
+CAUSES = {
+    "artillery": "Error: Path does not exist: results/",       # last line: "Node.js v20.20.2"
+    "drill": "couldn't open results/",                          # last line: a RUST_BACKTRACE hint
+    "ab": "Cannot open CSV output file: No such file or directory",
+}
+
+
+@pytest.mark.parametrize("tool", sorted(CAUSES))
+def test_the_cause_line_of_a_real_failure(tool):
+    folder = FIXTURES / "failures" / tool
+    stderr = (folder / "stderr.txt").read_text()
+    assert int((folder / "exit_code").read_text()) != 0
+    line = cause_line(stderr, (folder / "stdout.txt").read_text())
+    assert line.startswith(CAUSES[tool]), line
+    assert line != stderr.strip().splitlines()[-1] or tool == "ab"
+
+
+def test_a_panic_message_on_the_line_after_panicked_at_is_joined():
+    stderr = "thread 'main' panicked at src/reader.rs:13:17:\nno plan file\nnote: run with `RUST_BACKTRACE=1`"
+    assert cause_line(stderr) == "thread 'main' panicked at src/reader.rs:13:17: no plan file"
+
+
+def test_without_an_error_like_line_the_last_telling_line_and_stdout_when_stderr_is_empty():
+    assert cause_line("starting\nstopped early\n") == "stopped early"
+    assert cause_line("", "fatal: bad plan\n") == "fatal: bad plan"
+    assert cause_line("", "") == "no output"
