@@ -18,11 +18,12 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from analysis.load import scenario_order  # noqa: E402
-from harness.bottleneck import SATURATED, side  # noqa: E402
+from harness.bottleneck import MEM_PER_VU_NOT_MEASURABLE, SATURATED, side  # noqa: E402
 from harness.results import STATUSES  # noqa: E402
 
 OK = "ok"
-STATUS_COLORS = {"failed": "tab:red", "timeout": "tab:red", "unsupported": "dimgrey"}
+NOT_MEASURABLE = "not measurable"
+STATUS_COLORS = {"failed": "tab:red", "timeout": "tab:red", "unsupported": "dimgrey", NOT_MEASURABLE: "dimgrey"}
 
 
 def run_status(statuses: pd.Series) -> str:
@@ -159,10 +160,19 @@ def _log_axis(ax: plt.Axes) -> None:
         ax.set_xlabel(ax.get_xlabel().replace(" (log)", ""))
 
 
-def _simple(metric: str, title: str, unit: str, reference: float | None = None) -> Callable[[pd.DataFrame], plt.Figure]:
+def _simple(metric: str, title: str, unit: str, reference: float | None = None,
+            empty_note: str | None = None) -> Callable[[pd.DataFrame], plt.Figure]:
+    """``empty_note``: the runner's note for an ok run it left without the figure on purpose; such a
+    (scenario, label) gets "not measurable" at its place instead of a gap ("not reported")."""
     def draw(df: pd.DataFrame) -> plt.Figure:
         fig, facets = _facets(df, title)
         stats = spread(df, metric)
+        if empty_note:
+            said = df[(df["status"] == OK) & df["notes"].fillna("").str.contains(empty_note, regex=False)]
+            keys = set(zip(said["scenario"], said["label"]))
+            said_here = pd.Series([k in keys for k in zip(stats["scenario"], stats["label"])], index=stats.index)
+            mark = stats["median"].isna() & said_here
+            stats.loc[mark, "status"] = NOT_MEASURABLE
         labels = sorted(df["label"].unique())
         for scenario, ax in facets:
             _bars(ax, stats[stats["scenario"] == scenario], labels, color="tab:purple")
@@ -330,7 +340,8 @@ def bottleneck(df: pd.DataFrame) -> plt.Figure:
 req_per_cpu = _simple("req_per_cpu_s", "Efficiency: requests per CPU-second of the tool (requests / tool CPU-seconds "
                       "in the load window)", "requests per CPU-second")
 mem_per_vu = _simple("mem_per_vu_kb", "Memory per VU: (average RSS - the tool's RSS in a 3 s 1-VU run of the same "
-                     "suite) / VUs", "KiB per VU", 0.0)
+                     "suite) / VUs; not measurable: the run's RSS was not above that baseline", "KiB per VU", 0.0,
+                     empty_note=MEM_PER_VU_NOT_MEASURABLE)
 
 
 def counting(df: pd.DataFrame) -> plt.Figure:

@@ -40,10 +40,13 @@ def mem_per_vu_kb(mem_avg_mb: float | None, baseline_mb: float | None, vus: int)
     return (mem_avg_mb - baseline_mb) * 1024 / vus
 
 
+MEM_PER_VU_NOT_MEASURABLE = "mem_per_vu_kb not measurable"   # the note's opening words (analysis marks the chart)
+
+
 def mem_per_vu_note(mem_avg_mb: float | None, baseline_mb: float | None) -> str:
     if mem_avg_mb is None or baseline_mb is None or mem_avg_mb > baseline_mb:
         return ""
-    return (f"mem_per_vu_kb not measurable: the run's average RSS {mem_avg_mb:.1f} MiB is not above the tool's 1-VU "
+    return (f"{MEM_PER_VU_NOT_MEASURABLE}: the run's average RSS {mem_avg_mb:.1f} MiB is not above the tool's 1-VU "
             f"baseline {baseline_mb:.1f} MiB (per-VU growth below the sampling noise)")
 
 

@@ -7,6 +7,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from analysis import load_results
@@ -255,3 +256,15 @@ def test_a_run_that_did_not_end_ok_has_no_figure_in_the_summary(with_failures, t
     stats = spread(with_limits(load_results(with_failures)), "mem_peak_mb").set_index(["scenario", "label"])
     assert np.isnan(stats.loc[("rate1000-rtt10", "hey"), "median"])
     assert stats.loc[("rate1000-rtt10", "hey"), "status"] == "failed"
+
+
+def test_an_ok_run_whose_memory_per_vu_is_not_measurable_says_so_in_its_chart():
+    from analysis.charts import NOT_MEASURABLE, mem_per_vu
+    from harness.bottleneck import mem_per_vu_note
+    rows = [{"scenario": "vu20-rtt0.1", "label": tool, "tool": tool, "status": "ok", "vus": 20, "rtt_target_ms": 0.1,
+             "mem_per_vu_kb": value, "notes": note} for tool, value, note in
+            (("hey", float("nan"), mem_per_vu_note(45.0, 47.5)), ("wrk", 12.0, ""), ("k6", float("nan"), ""))]
+    figure = mem_per_vu(pd.DataFrame(rows))
+    (ax,) = [a for a in figure.axes if a.get_visible()]
+    marks = {round(t.get_position()[1]): t.get_text() for t in ax.texts if t.get_gid() == "status"}
+    assert marks == {0: NOT_MEASURABLE}    # hey's row (sorted: hey, k6, wrk); k6 had no baseline: a gap
