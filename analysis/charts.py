@@ -168,7 +168,7 @@ def _simple(metric: str, title: str, unit: str, reference: float | None = None,
         fig, facets = _facets(df, title)
         stats = spread(df, metric)
         if empty_note:
-            said = df[(df["status"] == OK) & df["notes"].fillna("").str.contains(empty_note, regex=False)]
+            said = df[(df["status"] == OK) & df["notes"].astype(str).str.contains(empty_note, regex=False)]
             keys = set(zip(said["scenario"], said["label"]))
             said_here = pd.Series([k in keys for k in zip(stats["scenario"], stats["label"])], index=stats.index)
             mark = stats["median"].isna() & said_here
