@@ -9,13 +9,13 @@ import json
 import os
 import traceback
 import signal
-import sys
 import time
 from contextlib import ExitStack
 from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
 from pathlib import Path
 
+import psutil
 from rich.console import Console
 
 from harness import PREFIX, bottleneck, environment
@@ -90,7 +90,7 @@ def _single_instance() -> object:
                                    f"wait for it to end or stop it, then rerun") from None
             time.sleep(1)
     handle.truncate(0)
-    handle.write(json.dumps({"pid": os.getpid(), "command": " ".join(sys.argv),
+    handle.write(json.dumps({"pid": os.getpid(), "command": " ".join(psutil.Process().cmdline())[:200],
                              "since": datetime.now(timezone.utc).isoformat(timespec="seconds")}))
     handle.flush()
     return handle

@@ -140,6 +140,7 @@ class TypedRun:
     result: subprocess.CompletedProcess
     minutes: float
     latest: Path                 # clone/results/latest, as the README names it
+    folder: Path | None          # where `latest` pointed right after this run (the next run moves it)
     rows: list[dict]
 
     @property
@@ -167,7 +168,8 @@ def bench_quick(tmp_path_factory) -> Callable[[str], TypedRun]:
             result = make_as_typed(clone, *arguments)
             latest = clone / "results" / "latest"
             rows = list(csv.DictReader((latest / "runs.csv").open())) if (latest / "runs.csv").is_file() else []
-            runs[runtime] = TypedRun(arguments, result, (time.monotonic() - started) / 60, latest, rows)
+            folder = latest.resolve() if latest.is_symlink() else None
+            runs[runtime] = TypedRun(arguments, result, (time.monotonic() - started) / 60, latest, folder, rows)
             print(f"\nmake {' '.join(arguments)}: {runs[runtime].minutes:.1f} min, "
                   f"{sum(r['status'] == 'ok' for r in rows)} of {len(rows)} runs ok")
         return runs[runtime]
