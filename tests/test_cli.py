@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, harness
+from conftest import MAKE_ENVIRONMENT, REPO, harness
 
 CASES = {
     "unknown tool": (["--tools", "wrk,nosuchtool"], "unknown tool nosuchtool; available:"),
@@ -75,7 +75,7 @@ def test_a_held_lock_is_one_line_naming_its_holder_and_no_report(tmp_path):
                               cwd=REPO, stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "held"
-        env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
+        env = {k: v for k, v in os.environ.items() if k not in MAKE_ENVIRONMENT}
         result = subprocess.run(["make", "bench-quick", "TOOLS=wrk", "RUNTIME=host", f"RESULTS_ROOT={tmp_path}"],
                                 cwd=REPO, capture_output=True, text=True, timeout=600,
                                 env={**env, "LTH_LOCK_WAIT_S": "0"})
