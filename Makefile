@@ -67,6 +67,11 @@ RESULTS ?= $(RESULTS_ROOT)/latest
 report:
 	$(PY) -m analysis.report $(RESULTS)
 
+# runs.csv and meta.json derived again from a results folder's raw files (harness/row), e.g. after a parser fix.
+rederive:
+	@DEPS_VENV_ONLY=1 scripts/deps.sh
+	$(PY) -m harness rederive $(RESULTS)
+
 # The whole suite, as CI runs it (.ci/run): root, Docker, every tool and Chromium.
 test:
 	NEED_BROWSER=1 NEED_SSHD=1 scripts/deps.sh $(TEST_TOOLS)

@@ -18,7 +18,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from analysis.load import scenario_order  # noqa: E402
-from harness.bottleneck import MEM_PER_VU_NOT_MEASURABLE, SATURATED, side  # noqa: E402
+from harness.row.bottleneck import SATURATED, side  # noqa: E402
 from harness.results import STATUSES  # noqa: E402
 
 OK = "ok"
@@ -161,14 +161,14 @@ def _log_axis(ax: plt.Axes) -> None:
 
 
 def _simple(metric: str, title: str, unit: str, reference: float | None = None,
-            empty_note: str | None = None) -> Callable[[pd.DataFrame], plt.Figure]:
-    """``empty_note``: the runner's note for an ok run it left without the figure on purpose; such a
+            not_measurable: Callable[[pd.DataFrame], pd.Series] | None = None) -> Callable[[pd.DataFrame], plt.Figure]:
+    """``not_measurable``: the rows the harness left without the figure on purpose; such a
     (scenario, label) gets "not measurable" at its place instead of a gap ("not reported")."""
     def draw(df: pd.DataFrame) -> plt.Figure:
         fig, facets = _facets(df, title)
         stats = spread(df, metric)
-        if empty_note:
-            said = df[(df["status"] == OK) & df["notes"].astype(str).str.contains(empty_note, regex=False)]
+        if not_measurable:
+            said = df[(df["status"] == OK) & not_measurable(df)]
             keys = set(zip(said["scenario"], said["label"]))
             said_here = pd.Series([k in keys for k in zip(stats["scenario"], stats["label"])], index=stats.index)
             mark = stats["median"].isna() & said_here
@@ -299,12 +299,13 @@ def _cpus(column: pd.Series, all_cpus: pd.Series) -> pd.Series:
 def with_limits(df: pd.DataFrame) -> pd.DataFrame:
     """Each side's CPU as a share of its own CPUs, and which side limited the run."""
     df = df.assign(**{c: df[c] if c in df else np.nan
-                      for c in ("cpus_tool", "cpus_target", "tool_saturated", "target_saturated", "notes")})
+                      for c in ("cpus_tool", "cpus_target", "tool_saturated", "target_saturated", "limited_by")})
     cores = pd.to_numeric(df.get("env_cores"), errors="coerce")
     tool_cpus, target_cpus = _cpus(df["cpus_tool"], cores), _cpus(df["cpus_target"], cores)
-    limits = [side(_bool(r.tool_saturated), _bool(r.target_saturated), isinstance(r.cpus_tool, str) and bool(r.cpus_tool),
-                   r.cpu_avg_pct, r.target_cpu_pct, int(c) if pd.notna(c) else 0,
-                   r.notes if isinstance(r.notes, str) else "") if r.status == OK else "n/a"
+    # the row's own limited_by; folders written before that column: the same rule without the contention check
+    limits = [r.limited_by if isinstance(r.limited_by, str) else
+              side(_bool(r.tool_saturated), _bool(r.target_saturated), isinstance(r.cpus_tool, str) and bool(r.cpus_tool),
+                   r.cpu_avg_pct, r.target_cpu_pct, int(c) if pd.notna(c) else 0) if r.status == OK else "n/a"
               for r, c in zip(df.itertuples(), cores)]
     return df.assign(tool_cpu_share=df["cpu_avg_pct"] / tool_cpus, target_cpu_share=df["target_cpu_pct"] / target_cpus,
                      limited_by=limits)
@@ -341,7 +342,7 @@ req_per_cpu = _simple("req_per_cpu_s", "Efficiency: requests per CPU-second of t
                       "in the load window)", "requests per CPU-second")
 mem_per_vu = _simple("mem_per_vu_kb", "Memory per VU: (average RSS - the tool's RSS in a 3 s 1-VU run of the same "
                      "suite) / VUs; not measurable: the run's RSS was not above that baseline", "KiB per VU", 0.0,
-                     empty_note=MEM_PER_VU_NOT_MEASURABLE)
+                     not_measurable=lambda df: df["mem_baseline_mb"].notna() & df["mem_per_vu_kb"].isna())
 
 
 def counting(df: pd.DataFrame) -> plt.Figure:

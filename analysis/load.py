@@ -31,7 +31,7 @@ def _numeric(hint: object) -> bool:
 
 NUMERIC = [f.name for f in fields(RunRow) if _numeric(get_type_hints(RunRow)[f.name])]
 LATENCY = list(LATENCY_FIELDS)
-# The runner's note for figures it emptied (harness.adapter.BELOW_RESOLUTION).
+# Folders written before the lat_below_resolution column named them in a note (harness.adapter.BELOW_RESOLUTION).
 EMPTIED = re.compile(r"timing resolution, left empty: ([a-z0-9_, ]+)")
 ENVIRONMENT_KEYS = ["hostname", "kernel", "cpu_model", "cores", "memory_gib", "harness_commit", "docker_version",
                     "shaper"]
@@ -67,14 +67,18 @@ def load_results(*folders: str | Path) -> pd.DataFrame:
     return mask_below_resolution(df) if "timing_resolution_ms" in df else df
 
 
-def _emptied(notes: object) -> set[str]:
-    match = EMPTIED.search(notes) if isinstance(notes, str) else None
+def _emptied(row: pd.Series) -> set[str]:
+    """The latency columns the harness emptied as below the tool's resolution."""
+    named = row.get("lat_below_resolution")
+    if isinstance(named, str):
+        return {c.strip() for c in named.split(",")}
+    match = EMPTIED.search(row["notes"]) if isinstance(row.get("notes"), str) and pd.isna(named) else None
     return {c.strip() for c in match.group(1).split(",")} if match else set()
 
 
 def mask_below_resolution(df: pd.DataFrame) -> pd.DataFrame:
     """Latencies the tool's clock cannot resolve become NaN (never drawn nor ranked as a number)."""
-    emptied = df["notes"].map(_emptied) if "notes" in df else pd.Series([set()] * len(df), index=df.index)
+    emptied = df.apply(_emptied, axis=1) if len(df) else pd.Series([], dtype=object)
     resolution = df["timing_resolution_ms"]
     shown = resolution.map("{:g}".format).astype(object)
     for column in LATENCY:

@@ -22,7 +22,6 @@ from typing import Iterator
 from harness import PREFIX
 from harness.cleanup import signals_deferred
 from harness.processes import end_process
-from harness.results import RunRow
 from harness.runtimes.base import Session
 from harness.target import Target
 from harness.wire import FIXED_SNAPLEN, summarise
@@ -52,17 +51,6 @@ def bpf_filter(target: Target) -> str:
     payload = "(ip[2:2] - ((ip[0] & 0xf) << 2) - ((tcp[12] & 0xf0) >> 2)) != 0"
     return (f"tcp and host {target.host} and port {target.port} and "
             f"((tcp[tcpflags] & (tcp-syn|tcp-fin|tcp-rst)) != 0 or {payload})")
-
-
-def added_latency(row: RunRow) -> float | None:
-    """The tool's own share of its p50 (tool minus wire). Empty, with a note, when the difference is
-    within the tool's clock step: a whole-ms tool's 11 ms for a wire 11.16 ms is its rounding, not a finding."""
-    error, resolution = row.tool_error_p50_ms, row.timing_resolution_ms or 0.0
-    if error is not None and abs(error) < resolution:
-        _note(row, f"lat_added_ms empty: p50 within the tool's {resolution:g} ms timing resolution of the wire's "
-                   f"({error:+.3f} ms)")
-        return None
-    return error
 
 
 @dataclass
@@ -111,29 +99,19 @@ class Capture:
                 return
             time.sleep(0.05)
 
-    def fill(self, row: RunRow) -> dict:
-        """Set the row's wire columns from the pcap; returns what meta.json records about it."""
+    def summary(self) -> dict | None:
+        """What the capture saw (None: no capture was asked for), for the run's record; the pcap is
+        parsed here and deleted unless kept. harness/row/wire.py turns it into the row's columns."""
         if not self.enabled:
-            return {}
+            return None
         if self.skipped or self.pcap is None:
-            reason = self.skipped or "the run ended before the tool started"
             if self.pcap is not None and not self.keep_pcap:
                 self.pcap.unlink(missing_ok=True)
-            _note(row, f"no wire capture: {reason}")
-            return {"skipped": reason}
+            return {"skipped": self.skipped or "the run ended before the tool started"}
         try:
             summary = summarise(self.pcap, self.port)
         except (OSError, ValueError) as exc:
-            _note(row, f"wire capture unreadable: {exc}")
             return {**self.facts, "error": str(exc)}
-        row.wire_requests = summary.pairs
-        row.wire_p50_ms, row.wire_p99_ms = summary.percentile(50), summary.percentile(99)
-        if row.lat_p50_ms is not None and row.wire_p50_ms is not None:
-            row.tool_error_p50_ms = row.lat_p50_ms - row.wire_p50_ms
-        if row.lat_p99_ms is not None and row.wire_p99_ms is not None:
-            row.tool_error_p99_ms = row.lat_p99_ms - row.wire_p99_ms
-        row.lat_added_ms = added_latency(row)
-        self._flag(row, summary.describe())
         pcap_bytes = self.pcap.stat().st_size
         if not self.keep_pcap:
             self.pcap.unlink()
@@ -141,21 +119,6 @@ class Capture:
                           "from just before the tool started until it exited; the harness's probe, target check "
                           "and stub_status reads are outside", **self.facts, "pcap_bytes": pcap_bytes,
                 "pcap": self.pcap.name if self.keep_pcap else "deleted after parsing", **summary.describe()}
-
-    def _flag(self, row: RunRow, summary: dict) -> None:
-        if self.facts.get("captured", 0) >= MAX_PACKETS:
-            _note(row, f"wire capture hit its cap of {MAX_PACKETS:,} packets: wire figures cover the first "
-                       f"{summary['span_s'] or 0:.1f} s of the load only")
-        if row.shaper == "netem" and self.facts.get("after_netem"):
-            # tcpdump sees egress packets after the qdisc: requests are stamped once netem has delayed them.
-            _note(row, "wire latency excludes the netem delay (added on the captured interface's egress)")
-        if self.facts.get("dropped_by_kernel"):
-            _note(row, f"wire capture: the kernel dropped {self.facts['dropped_by_kernel']:,} packets: "
-                       "wire figures may miss requests")
-
-
-def _note(row: RunRow, text: str) -> None:
-    row.notes = "; ".join(filter(None, [row.notes, text]))
 
 
 def _stop(proc: subprocess.Popen) -> None:

@@ -6,7 +6,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from harness import REPO_ROOT, bottleneck, registry, scenarios
+from harness import REPO_ROOT, registry, scenarios
 from harness.cleanup import clean_state
 from harness.cpus import CpuSplit, choose_split
 from harness.errors import HarnessError
@@ -85,7 +85,19 @@ def build_parser() -> argparse.ArgumentParser:
     clean.add_argument("--generator-host", metavar="ssh://[USER@]HOST[:PORT]|CONTEXT[,...]",
                        help="also stop the tools, remove their containers and the /tmp/lth-generator-* folders a killed "
                             "run left there")
+    rederive = commands.add_parser("rederive", help="derive runs.csv and every meta.json again from a results folder's "
+                                                     "raw files (after a parser fix), running nothing")
+    rederive.add_argument("folder", type=_absolute_path, help="a results folder, e.g. results/latest")
     return parser
+
+
+def _rederive(args: argparse.Namespace) -> int:
+    from harness.rederive import rederive
+    rows = rederive(args.folder, registry.discover())
+    ok = sum(r.status == "ok" for r in rows)
+    print(f"re-derived {len(rows)} runs ({ok} ok) in {args.folder}: runs.csv rewritten "
+          f"(the previous one kept as runs.csv.before-rederive)")
+    return 0
 
 
 def _generator_hosts(text: str | None) -> tuple[str, ...]:
@@ -111,7 +123,7 @@ def _run(args: argparse.Namespace) -> int:
     print(f"\n{len(rows) - len(failed)} of {len(rows)} runs ok; results in {folder.path}")
     for row in failed:
         print(f"  {row.status}: {row.scenario} {row.tool}: {row.error}")
-    print(bottleneck_summary(rows, len(plan.split.available)))
+    print(bottleneck_summary(rows))
     return 1 if failed else 0
 
 
@@ -122,13 +134,13 @@ def _split(args: argparse.Namespace) -> CpuSplit:
     return choose_split(not args.no_isolation, args.cpus_target, args.cpus_tool)
 
 
-def bottleneck_summary(rows: list, all_cpus: int) -> str:
+def bottleneck_summary(rows: list) -> str:
     """Which side limited each run, grouped per scenario: `vu20-rtt0.1: tool: ab, wrk; target: k6`."""
     lines = ["limited by (tool/target CPU >= 90% of its CPUs over the load window):"]
     for scenario in dict.fromkeys(r.scenario for r in rows):
         sides: dict[str, list[str]] = {}
         for row in (r for r in rows if r.scenario == scenario and r.status == "ok"):
-            sides.setdefault(bottleneck.limited_by(row, all_cpus), []).append(row.tool)
+            sides.setdefault(row.limited_by or "not measured", []).append(row.tool)
         lines.append(f"  {scenario}: " + "; ".join(f"{side}: {', '.join(tools)}" for side, tools in sides.items()))
     return "\n".join(lines)
 
@@ -174,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return {"run": _run, "list-tools": _list_tools, "clean-state": _clean_state,
-                "install-folders": _install_folders}[args.command](args)
+                "install-folders": _install_folders, "rederive": _rederive}[args.command](args)
     except HarnessError as exc:
         sys.stderr.write(f"error: {exc}\n")
         return exc.exit_status

@@ -4,32 +4,16 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import threading
 import time
 from contextlib import nullcontext
-from dataclasses import dataclass
 from pathlib import Path
 
 from harness.cleanup import signals_deferred
+from harness.row.record import SAMPLES, STDERR, STDOUT, Execution, save_execution
 from harness.runtimes.base import Session
-from harness.sampling import CpuFrame, PidSource, Sample
-
-STDOUT, STDERR, SAMPLES = "stdout.txt", "stderr.txt", "samples.csv"
+from harness.sampling import PidSource
 FIRST_FRAME_TIMEOUT_S = 15.0
-
-
-@dataclass(frozen=True)
-class Execution:
-    exit_code: int | None
-    timed_out: bool
-    wall_s: float
-    launched_at: float               # epoch seconds
-    samples: list[Sample]            # t_s counted from launch
-    stdout: str
-    stderr: str
-    others: dict[str, list[Sample]] | None = None   # further groups sampled alongside (the target)
-    affinity: dict[str, dict[int, dict]] | None = None  # group ("" = tool) -> pid -> name, threads, cpus
-    cpu_busy: list[CpuFrame] | None = None             # every CPU's busy % per frame (top -1)
-    target_cpu_busy: list[CpuFrame] | None = None      # the same on the target's machine, when it is another one
 
 
 def signal_pids(pids: set[int], sig: int) -> None:
@@ -91,7 +75,7 @@ def execute(session: Session, argv: list[str], run_dir: Path, timeout_s: float,
     if remote_target is not None:
         remote_target.write_csv(run_dir / "samples-nginx.csv")
         groups["nginx"] = remote_target.samples
-    return Execution(
+    execution = Execution(
         exit_code=proc.returncode,
         timed_out=timed_out,
         wall_s=time.monotonic() - started,
@@ -104,3 +88,29 @@ def execute(session: Session, argv: list[str], run_dir: Path, timeout_s: float,
         cpu_busy=sampler.cpu_busy,
         target_cpu_busy=remote_target.cpu_busy if remote_target is not None else None,
     )
+    save_execution(execution, run_dir)
+    return execution
+
+
+def split_evenly(total: int, parts: int) -> list[int]:
+    """VUs or an arrival rate, as even as whole numbers allow: 20 over 3 -> 7, 7, 6."""
+    return [total // parts + (1 if i < total % parts else 0) for i in range(parts)]
+
+
+def execute_together(runs: list[tuple[Session, list[str], Path]], timeout_s: float,
+                     sampled_process: str | None) -> list[Execution | BaseException]:
+    """Every (session, argv, folder) at once, one thread each; a part that fails to run gives its exception."""
+    results: list[Execution | BaseException] = [RuntimeError("did not run")] * len(runs)
+
+    def one(index: int, session: Session, argv: list[str], folder: Path) -> None:
+        try:
+            results[index] = execute(session, argv, folder, timeout_s, sampled_process)
+        except BaseException as exc:  # noqa: BLE001 - reported as that part's failure
+            results[index] = exc
+
+    threads = [threading.Thread(target=one, args=(i, *run), daemon=True) for i, run in enumerate(runs)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return results

@@ -79,8 +79,15 @@ class RunRow(Figures, RunSetup):
     stall_actual_ms: float | None = column("SIGSTOP to SIGCONT as it happened, ms (empty: the stall did not happen)")
     expected_p99_ms: float | None = column("p99 a tool timing from intended send times must report (stall.py)")
     expected_max_ms: float | None = column("max a tool timing from intended send times must report (stall.py)")
-    # Several generator hosts (issue 14): harness/multigen.py.
+    # Several generator hosts (issue 14): harness/row/merge.py.
     generators: int = column("generator hosts whose parts make this row (1: one tool process; more: merged)", 1)
+    # Structured where notes used to be parsed (issue 22): harness/row.
+    limited_by: str | None = column("which side limited the run: tool, target, tool and target, shared CPUs, other "
+                                    "processes on the machine, neither (latency or the tool's own limits), not measured")
+    lat_below_resolution: str | None = column("latency columns emptied because they were below the tool's timing "
+                                              "resolution (comma-separated)")
+    mem_baseline_mb: float | None = column("the tool's own RSS in a 1-VU run of the same suite (x generators), MiB: "
+                                           "mem_per_vu_kb subtracts it; mem_per_vu_kb empty with this set: not measurable")
 
 
 COLUMNS = [f.name for f in fields(RunRow)]
@@ -154,6 +161,10 @@ class ResultsFolder:
             handle.flush()
             os.fsync(handle.fileno())
         tmp.replace(self.runs_csv)
+
+    def replace(self, rows: list[RunRow]) -> None:
+        """runs.csv made of ``rows`` (re-derived), atomically."""
+        self.rewrite([{c: _cell(getattr(row, c)) for c in COLUMNS} for row in rows])
 
     def run_dir(self, scenario: str, tool: str, repeat: int = 1) -> Path:
         path = self.path / scenario / tool / ("" if repeat == 1 else f"repeat-{repeat}")

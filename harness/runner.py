@@ -7,38 +7,37 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import traceback
 import signal
 import time
+import traceback
 from contextlib import ExitStack
-from dataclasses import dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
 import psutil
 from rich.console import Console
 
-from harness import PREFIX, bottleneck, environment
-from harness.cpus import CpuSplit, choose_split
-from harness.adapter import LatencyHistogram, Metrics, RunSpec, ToolAdapter, ToolOutput, below_resolution
+from harness import PREFIX, environment, openmodel, preflight, stall
+from harness.adapter import RunSpec, ToolAdapter
 from harness.capture import MISSING, Capture, tcpdump_missing
+from harness.cpus import CpuSplit, choose_split
 from harness.errors import HarnessError
-from harness.failure import cause_line
-from harness.execution import Execution, execute
-from harness.results import COLUMNS, ResultsFolder, RunRow, withhold_results, write_meta
-from harness.sampling import summarise
-from harness.shaping import ShaperChoice, choose_shaper, measure_rtt, netem_available, proxy_pids, rtt_ok, shaped
+from harness.execution import execute, execute_together, split_evenly
+from harness.rederive import derive_stored
+from harness.results import ResultsFolder, RunRow
+from harness.row import rtt_ok
+from harness.row.record import BASELINE_SPEC, PartRecord, RunRecord, load_execution, split_fields
 from harness.runtimes import Runtime, Session, make_runtime
 from harness.scenarios import Scenario
+from harness.shaping import ShaperChoice, choose_shaper, measure_rtt, netem_available, proxy_pids, shaped
 from harness.target import Target, ensure_allowed
-from harness import multigen, openmodel, preflight, stall
 
 console = Console(highlight=False, soft_wrap=True)
 LOCK_FILE = Path(f"/tmp/{PREFIX}.lock")
-SAMPLE_GAP_WARN_S = 2.5  # top frames further apart than this are reported in the row's notes
-SETUP_ESTIMATE_S = 5.0
-PROXY_BESIDE_TOOL = ("two machines: Toxiproxy ran beside the tool, on the generator's loopback, and shares its CPUs; "
-                     "its CPU is in neither cpu_avg_pct nor target_cpu_pct")  # per-run overhead assumed for the ETA until one run has been timed
+SETUP_ESTIMATE_S = 5.0   # per-run overhead assumed for the ETA until one run has been timed
+BASELINE_S = 3           # the 1-VU run whose memory mem_per_vu_kb subtracts
+PART_DIR = "generator-{index}"   # a part's folder when several generators share a run
 
 
 @dataclass(frozen=True)
@@ -108,243 +107,129 @@ def _raise_on_sigterm(*_: object) -> None:
     raise KeyboardInterrupt
 
 
-# The Metrics fields that are runs.csv columns as they are; notes are joined, load_start_s becomes
-# startup_s and source goes to meta.json.
-COPIED_METRICS = [f.name for f in fields(Metrics) if f.name in COLUMNS and f.name != "notes"]
-
-
-def fill_metrics(row: RunRow, adapter: ToolAdapter, spec: RunSpec, execution: Execution, grace: float) -> dict:
-    """Parse the tool's output into the row; returns what meta.json should add."""
-    output = ToolOutput(spec, execution.stdout, execution.stderr, execution.exit_code or 0, execution.launched_at)
-    try:
-        metrics = below_resolution(adapter.parse(output), adapter.timing_resolution_ms)
-    except Exception as exc:  # noqa: BLE001 - any parser failure is the run's failure, not the suite's
-        metrics, row.error = None, (f"could not parse {adapter.name}'s output in {spec.out_dir}: {type(exc).__name__}: "
-                                    f"{exc} (its stderr: {cause_line(execution.stderr)})")
-    window = None
-    if metrics is not None:
-        for name in COPIED_METRICS:
-            setattr(row, name, getattr(metrics, name))
-        row.notes = "; ".join(metrics.notes)
-        if metrics.load_start_s is not None and metrics.measured_s is not None:
-            row.startup_s = metrics.load_start_s
-            window = (metrics.load_start_s, metrics.load_start_s + metrics.measured_s)
-    usage = summarise(execution.samples, window)
-    row.mem_avg_mb, row.mem_peak_mb, row.cpu_avg_pct = usage.mem_avg_mb, usage.mem_peak_mb, usage.cpu_avg_pct
-    row.mem_startup_peak_mb = usage.mem_outside_peak_mb
-    if usage.max_gap_s > SAMPLE_GAP_WARN_S or usage.cpu_frames_dropped:
-        # Seen in Docker with both cores saturated: top itself stops printing for seconds.
-        row.notes = "; ".join(filter(None, [row.notes, f"top sampling stalled: {usage.max_gap_s:.1f} s without a "
-                                                       f"frame, memory/CPU rest on {usage.samples} samples"
-                                                       + (f", CPU leaves out {usage.cpu_frames_dropped} frame(s) "
-                                                          "that came after a stall" if usage.cpu_frames_dropped
-                                                          else "")]))
-    if execution.timed_out:
-        row.status, row.error = "timeout", f"still running {grace:.0f} s after its duration: killed"
-    elif execution.exit_code != 0:
-        row.status, row.error = "failed", f"exit status {execution.exit_code}: {cause_line(execution.stderr, execution.stdout)}"
-    elif metrics is not None:
-        row.status = "ok"
-    return {"metric_source": metrics.source if metrics else None, "notes": metrics.notes if metrics else [],
-            "wall_s": execution.wall_s, "launched_at": execution.launched_at, "samples": usage.samples,
-            "load_window_s": window}
-
-
-def _new_row(runtime: Runtime, adapter: ToolAdapter, scenario: Scenario, folder: ResultsFolder,
-             repeat: int) -> tuple[Path, RunRow]:
-    """The run's folder and its row, status failed until the run proves otherwise."""
+def _record(runtime: Runtime, adapter: ToolAdapter, scenario: Scenario, folder: ResultsFolder,
+            repeat: int, shaper: str = "none") -> tuple[Path, RunRecord]:
+    """The run's folder and its record, before anything has run."""
     run_dir = folder.run_dir(scenario.id, adapter.name, repeat)
     cpus_target, cpus_tool = runtime.cpu_columns()
-    row = RunRow(tool=adapter.name, tool_version=None, runtime=runtime.name, scenario=scenario.id,
-                 vus=scenario.vus, rtt_target_ms=scenario.rtt_ms, duration_s=scenario.duration_s, repeat=repeat,
-                 started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                 run_dir=str(run_dir.relative_to(folder.path)),
-                 timing_resolution_ms=adapter.timing_resolution_ms, co_corrected=adapter.co_corrected,
-                 cpus_target=cpus_target, cpus_tool=cpus_tool)
-    return run_dir, row
+    return run_dir, RunRecord(tool=adapter.name, runtime=runtime.name, scenario=scenario.model_dump(), repeat=repeat,
+                              started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                              run_dir=str(run_dir.relative_to(folder.path)),
+                              shaper=shaper if scenario.needs_shaping else "none", cpus_target=cpus_target,
+                              cpus_tool=cpus_tool, split=split_fields(runtime.split))
 
 
 def run_one(runtime: Runtime, adapter: ToolAdapter, scenario: Scenario, folder: ResultsFolder,
             shaper: str = "none", grace: float | None = None, allow_external_target: bool = False,
-            repeat: int = 1, capture: Capture | None = None, baselines: dict[str, dict] | None = None) -> RunRow:
-    """One run; ``shaper`` is how the scenario's RTT is made where it needs shaping (netem|toxiproxy).
-    Whatever goes wrong becomes the row's status and error; only an interrupt escapes."""
-    run_dir, row = _new_row(runtime, adapter, scenario, folder, repeat)
-    row.shaper = shaper if scenario.needs_shaping else "none"
-    meta: dict = {"concurrency_model": adapter.concurrency_model, "scenario": scenario.model_dump()}
+            repeat: int = 1, capture: Capture | None = None, baselines: dict[str, str] | None = None) -> RunRow:
+    """One run, on every generator the runtime has (one, or several whose parts are merged);
+    ``shaper`` is how the scenario's RTT is made where it needs shaping (netem|toxiproxy). The run
+    stores its raw files and record.json; its row is derived from them (harness/row). Whatever goes
+    wrong becomes the row's status and error; only an interrupt escapes."""
+    run_dir, record = _record(runtime, adapter, scenario, folder, repeat, shaper)
+    record.grace_s = grace_s(scenario.duration_s, grace)
     capture = capture or Capture(enabled=False)
     try:
-        with runtime.session(adapter) as session, \
-                shaped(session, row.shaper, scenario.rtt_ms, scenario.vus, run_dir) as target:
-            ensure_allowed(target.host, allow_external_target, session.explicit_target)
-            row.tool_version = session.version(adapter)
-            session.verify(target)
-            row.rtt_measured_ms = measure_rtt(session, target)
-            row.rtt_ok = rtt_ok(row.rtt_measured_ms, scenario.rtt_ms)
-            if (run_dir / "shaping.json").is_file():
-                meta["shaping"] = json.loads((run_dir / "shaping.json").read_text())
-            if not row.rtt_ok:
-                console.print(f"   [yellow]warning[/]: measured RTT {row.rtt_measured_ms:.2f} ms misses the "
-                              f"target {scenario.rtt_ms} ms by more than max(10%, 0.5 ms); row flagged rtt_ok=false")
-            spec = RunSpec(url=target.url, vus=scenario.vus, duration_s=scenario.duration_s,
-                           out_dir=run_dir, cpus=session.cpus, rate_rps=openmodel.rate_for(scenario, adapter))
-            argv = adapter.command(spec)
-            meta["command"], meta["ran_on"] = argv, session.where
-            before = target.requests_served()
-            grace = grace_s(scenario.duration_s, grace)
-            beside_nginx = row.shaper == "toxiproxy" and session.proxy_beside_target
-            others = {"nginx": session.target_pids, **({"toxiproxy": proxy_pids} if beside_nginx else {})}
-            with stall.injected(session.target_pids, scenario.stall_at_s, scenario.stall_ms,
-                                session.remote_freeze) as stalled, \
-                    capture.recording(session, target, run_dir):
-                execution = execute(session, argv, run_dir, scenario.duration_s + grace, adapter.sampled_process,
-                                    others)
-            # stub_status counts its own request: `after` includes one status request beyond `before`.
-            row.server_requests = target.requests_served() - before - 1
-            if baselines is not None and adapter.name not in baselines and execution.exit_code == 0:
-                baselines[adapter.name] = {"scenario": scenario.id, **bottleneck.measure_baseline(
-                    session, adapter, target.url, run_dir, grace)}
-            check_name, target_cores = session.memory_check_name, session.target_cores
-            session.save_logs(run_dir)
-        meta.update(fill_metrics(row, adapter, spec, execution, grace))
-        if row.shaper == "toxiproxy" and not beside_nginx:
-            row.notes = "; ".join(filter(None, [row.notes, PROXY_BESIDE_TOOL]))
-        openmodel.fill_rate(row, scenario, adapter)
-        openmodel.fill_stall(row, scenario, stalled)
-        meta.update(bottleneck.fill(row, execution, meta["load_window_s"], runtime.split, check_name, target_cores))
-        baseline = (baselines or {}).get(adapter.name)
-        if baseline:
-            row.mem_per_vu_kb = bottleneck.mem_per_vu_kb(row.mem_avg_mb, baseline["mem_avg_mb"], row.vus)
-            row.notes = "; ".join(filter(None, [row.notes, bottleneck.mem_per_vu_note(row.mem_avg_mb,
-                                                                                       baseline["mem_avg_mb"])]))
-            meta["mem_baseline_1vu"] = baseline
-    except HarnessError as exc:
-        row.status, row.error = "failed", str(exc)
-    except Exception as exc:  # noqa: BLE001 - a bug or crash in one run must not sink the suite
-        row.status, row.error = "failed", f"harness error: {type(exc).__name__}: {exc}"
-        meta["traceback"] = traceback.format_exc()
-    wire = capture.fill(row)
-    if wire:
-        meta["wire"] = wire
-    _write_meta(run_dir, row, meta)
-    return row
-
-
-def _write_meta(run_dir: Path, row: RunRow, meta: dict) -> None:
-    withheld = withhold_results(row)
-    write_meta(run_dir, row, {**meta, **({"withheld_figures": withheld} if withheld else {})})
-
-
-def run_merged(runtime: Runtime, adapter: ToolAdapter, scenario: Scenario, folder: ResultsFolder,
-               shaper: str = "none", grace: float | None = None, allow_external_target: bool = False,
-               repeat: int = 1) -> RunRow:
-    """One run spread over every generator host (harness/multigen.py): each part in
-    ``generator-<i>/`` with its own meta.json (and its own latency proxy when shaped), the row
-    merged from the parts."""
-    run_dir, row = _new_row(runtime, adapter, scenario, folder, repeat)
-    row.shaper = shaper if scenario.needs_shaping else "none"
-    sessions = runtime.sessions(adapter)
-    row.generators = len(sessions)
-    meta: dict = {"concurrency_model": adapter.concurrency_model, "scenario": scenario.model_dump(), "parts": []}
-    try:
-        with ExitStack() as stack:
-            vus = multigen.split_evenly(scenario.vus, len(sessions))
-            rate = openmodel.rate_for(scenario, adapter)
-            rates = multigen.split_evenly(rate, len(sessions)) if rate else [None] * len(sessions)
-            folders = [run_dir / multigen.PART_DIR.format(index=i + 1) for i in range(len(sessions))]
-            for part_dir in folders:
-                part_dir.mkdir(exist_ok=True)
-            targets = [stack.enter_context(shaped(s, row.shaper, scenario.rtt_ms, n, d))
-                       for s, n, d in zip(sessions, vus, folders)]
-            for session, target in zip(sessions, targets):
-                ensure_allowed(target.host, allow_external_target, session.explicit_target)
-                session.verify(target)
-            specs = [RunSpec(url=target.url, vus=n, duration_s=scenario.duration_s, cpus=session.cpus, per_request=True,
-                             rate_rps=part_rate, out_dir=part_dir)
-                     for session, target, n, part_rate, part_dir in zip(sessions, targets, vus, rates, folders)]
-            parts = [_new_part(row, *part, adapter) for part in zip(sessions, targets, specs)]
-            grace = grace_s(scenario.duration_s, grace)
-            before = targets[0].requests_served()
-            with stall.injected(sessions[0].target_pids, scenario.stall_at_s, scenario.stall_ms,
-                                sessions[0].remote_freeze) as stalled:
-                executions = multigen.execute_together(
-                    [(s, adapter.command(spec), spec.out_dir) for s, spec in zip(sessions, specs)],
-                    scenario.duration_s + grace, adapter.sampled_process)
-            row.server_requests = targets[0].requests_served() - before - 1
+        with runtime.parts(adapter) as sessions:
+            _execute(record, sessions, adapter, scenario, run_dir, capture, allow_external_target)
+            if baselines is not None and adapter.name not in baselines and _all_exited_ok(record, run_dir):
+                baselines[adapter.name] = measure_baseline(sessions[0], adapter, record.parts[0].url, run_dir,
+                                                           record.grace_s, folder.path)
             sessions[0].save_logs(run_dir)
-        histograms = [_fill_part(part, adapter, spec, execution, grace, runtime, session)
-                      for part, spec, execution, session in zip(parts, specs, executions, sessions)]
-        _merge_parts(row, parts, histograms, [s.generator.ssh.url for s in sessions], meta)
-        openmodel.fill_rate(row, scenario, adapter)
-        openmodel.fill_stall(row, scenario, stalled)
     except HarnessError as exc:
-        row.status, row.error = "failed", str(exc)
+        record.error = str(exc)
     except Exception as exc:  # noqa: BLE001 - a bug or crash in one run must not sink the suite
-        row.status, row.error = "failed", f"harness error: {type(exc).__name__}: {exc}"
-        meta["traceback"] = traceback.format_exc()
-    _write_meta(run_dir, row, meta)
-    return row
+        record.error, record.traceback = f"harness error: {type(exc).__name__}: {exc}", traceback.format_exc()
+    record.baseline = (baselines or {}).get(adapter.name)
+    record.capture = capture.summary()
+    return _derive(record, adapter, run_dir, folder)
 
 
-def _new_part(row: RunRow, session: Session, target: Target, spec: RunSpec, adapter: ToolAdapter) -> RunRow:
-    part = RunRow(**{**{f.name: getattr(row, f.name) for f in fields(RunRow)}, "vus": spec.vus,
-                     "run_dir": str(Path(row.run_dir) / spec.out_dir.name)})
+def _execute(record: RunRecord, sessions: list[Session], adapter: ToolAdapter, scenario: Scenario, run_dir: Path,
+             capture: Capture, allow_external_target: bool) -> None:
+    """Shape, verify and probe from every generator, run the tool on all of them at once, and
+    note every fact into ``record``."""
+    several = len(sessions) > 1
+    folders = [PART_DIR.format(index=i + 1) if several else "" for i in range(len(sessions))]
+    rate = openmodel.rate_for(scenario, adapter)
+    vus = split_evenly(scenario.vus, len(sessions))
+    rates = split_evenly(rate, len(sessions)) if rate else [None] * len(sessions)
+    with ExitStack() as stack:
+        targets = []
+        for session, part_vus, part_folder in zip(sessions, vus, folders):
+            (run_dir / part_folder).mkdir(exist_ok=True)
+            targets.append(stack.enter_context(shaped(session, record.shaper, scenario.rtt_ms, part_vus,
+                                                      run_dir / part_folder)))
+        for session, target, part_vus, part_rate, part_folder in zip(sessions, targets, vus, rates, folders):
+            record.parts.append(_part(session, target, adapter, part_vus, part_rate, part_folder, several,
+                                      allow_external_target, run_dir, scenario.rtt_ms))
+        record.proxy_beside_tool = record.shaper == "toxiproxy" and not sessions[0].proxy_beside_target
+        specs = [RunSpec(url=p.url, vus=p.vus, duration_s=scenario.duration_s, out_dir=run_dir / p.folder,
+                         cpus=p.cpus, rate_rps=p.rate_rps, per_request=p.per_request) for p in record.parts]
+        for part, spec in zip(record.parts, specs):
+            part.command = adapter.command(spec)
+        before = targets[0].requests_served()
+        session = sessions[0]
+        with stall.injected(session.target_pids, scenario.stall_at_s, scenario.stall_ms,
+                            session.remote_freeze) as stalled:
+            if several:   # the wire capture records one generator's link: not here yet
+                executions = execute_together([(s, p.command, spec.out_dir) for s, p, spec
+                                               in zip(sessions, record.parts, specs)],
+                                              scenario.duration_s + record.grace_s, adapter.sampled_process)
+            else:
+                others = {"nginx": session.target_pids,
+                          **({"toxiproxy": proxy_pids} if record.shaper == "toxiproxy" and session.proxy_beside_target
+                             else {})}
+                with capture.recording(session, targets[0], run_dir):
+                    executions = [execute(session, record.parts[0].command, run_dir,
+                                          scenario.duration_s + record.grace_s, adapter.sampled_process, others)]
+        # stub_status counts its own request: `after` includes one status request beyond `before`.
+        record.server_requests = targets[0].requests_served() - before - 1
+        record.stall = stalled.to_dict() if stalled is not None else None
+        for part, execution in zip(record.parts, executions):
+            part.executed = not isinstance(execution, BaseException)
+            if not part.executed:
+                part.error = f"{type(execution).__name__}: {execution}"
+
+
+def _part(session: Session, target: Target, adapter: ToolAdapter, vus: int, rate: int | None, part_folder: str,
+          several: bool, allow_external_target: bool, run_dir: Path, rtt_ms: float) -> PartRecord:
+    ensure_allowed(target.host, allow_external_target, session.explicit_target)
+    part = PartRecord(folder=part_folder, host=session.where, vus=vus, url=target.url, cpus=session.cpus,
+                      rate_rps=rate, per_request=several, memory_check_name=session.memory_check_name,
+                      target_cores=session.target_cores)
     part.tool_version = session.version(adapter)
+    session.verify(target)
     part.rtt_measured_ms = measure_rtt(session, target)
-    part.rtt_ok = rtt_ok(part.rtt_measured_ms, row.rtt_target_ms)
+    shaping = run_dir / part_folder / "shaping.json"
+    part.shaping = json.loads(shaping.read_text()) if shaping.is_file() else None
+    if not rtt_ok(part.rtt_measured_ms, rtt_ms):
+        console.print(f"   [yellow]warning[/]: measured RTT {part.rtt_measured_ms:.2f} ms from {session.where} misses "
+                      f"the target {rtt_ms} ms by more than max(10%, 0.5 ms); row flagged rtt_ok=false")
     return part
 
 
-def _fill_part(part: RunRow, adapter: ToolAdapter, spec: RunSpec, execution: Execution | BaseException, grace: float,
-               runtime: Runtime, session: Session) -> LatencyHistogram | None:
-    """One generator's row (in its folder's meta.json) and its latency histogram."""
-    if isinstance(execution, BaseException):
-        part.status, part.error = "failed", f"{type(execution).__name__}: {execution}"
-        write_meta(spec.out_dir, part, {"ran_on": session.where})
-        return None
-    meta = {"ran_on": session.where, **fill_metrics(part, adapter, spec, execution, grace)}
-    meta.update(bottleneck.fill(part, execution, meta["load_window_s"], runtime.split, session.memory_check_name,
-                                session.target_cores))
-    histogram = None
-    if part.status == "ok":
-        try:
-            histogram = adapter.latency_histogram(ToolOutput(spec, execution.stdout, execution.stderr,
-                                                             execution.exit_code or 0, execution.launched_at))
-        except Exception as exc:  # noqa: BLE001 - without it the merge keeps counts only
-            meta["notes"] = [*meta["notes"], f"no latency histogram: {type(exc).__name__}: {exc}"]
-    if histogram is not None:
-        multigen.write_histogram(histogram, spec.out_dir)
-    write_meta(spec.out_dir, part, meta)
-    return histogram
+def _all_exited_ok(record: RunRecord, run_dir: Path) -> bool:
+    return all(p.executed and load_execution(run_dir / p.folder).exit_code == 0 for p in record.parts)
 
 
-def _merge_parts(row: RunRow, parts: list[RunRow], histograms: list, hosts: list[str], meta: dict) -> None:
-    failed = [(host, p) for host, p in zip(hosts, parts) if p.status != "ok"]
-    row.tool_version = " / ".join(dict.fromkeys(str(p.tool_version) for p in parts))
-    rtts = [p.rtt_measured_ms for p in parts]
-    row.rtt_measured_ms, row.rtt_ok = max(rtts), all(p.rtt_ok for p in parts)
-    meta["parts"] = [{"host": host, "vus": p.vus, "status": p.status, "requests": p.requests,
-                      "rtt_measured_ms": p.rtt_measured_ms, "folder": Path(p.run_dir).name} for host, p in zip(hosts, parts)]
-    if failed:
-        row.status = "timeout" if any(p.status == "timeout" for _, p in failed) else "failed"
-        row.error = "; ".join(f"generator {host}: {p.status}: {p.error}" for host, p in failed)
-        return
-    figures, how = multigen.merged_figures(parts, histograms)
-    for name in COPIED_METRICS:
-        if hasattr(figures, name):
-            setattr(row, name, getattr(figures, name))
-    row.measured_s = max(p.measured_s for p in parts if p.measured_s is not None) if any(p.measured_s for p in parts) else None
-    for name in ("mem_avg_mb", "mem_peak_mb", "cpu_avg_pct"):
-        values = [getattr(p, name) for p in parts]
-        setattr(row, name, None if None in values else sum(values))
-    row.tool_saturated = any(p.tool_saturated for p in parts) if all(p.tool_saturated is not None for p in parts) else None
-    row.target_cpu_pct, row.target_saturated = parts[0].target_cpu_pct, parts[0].target_saturated   # sampled once
-    row.status = "ok"
-    row.notes = (f"merged from {len(parts)} generators started together ("
-                 + ", ".join(f"{host}: {p.vus} VUs, {p.requests:,} requests" for host, p in zip(hosts, parts))
-                 + f"): requests, errors, rps, memory and CPU summed; {how}; RTT: the largest of the parts' "
-                 f"({', '.join(f'{r:.2f}' for r in rtts)} ms)")
-    meta["metric_source"] = "merged: " + how
+def measure_baseline(session: Session, adapter: ToolAdapter, url: str, run_dir: Path, grace: float,
+                     results_dir: Path) -> str:
+    """A short 1-VU run of the tool in the same session (its RSS is the tool's own footprint, which
+    mem_per_vu_kb subtracts: harness/row); returns its folder, relative to the results folder."""
+    out_dir = run_dir / "baseline-1vu"
+    out_dir.mkdir(exist_ok=True)
+    spec = RunSpec(url=url, vus=1, duration_s=BASELINE_S, out_dir=out_dir, cpus=session.cpus)
+    (out_dir / BASELINE_SPEC).write_text(json.dumps({k: v for k, v in asdict(spec).items() if k != "out_dir"}))
+    execute(session, adapter.command(spec), out_dir, BASELINE_S + grace, adapter.sampled_process)
+    return str(out_dir.relative_to(results_dir))
+
+
+def _derive(record: RunRecord, adapter: ToolAdapter, run_dir: Path, folder: ResultsFolder) -> RunRow:
+    record.save(run_dir)
+    derived = derive_stored(record, adapter, run_dir, folder.path)
+    derived.write(run_dir)
+    return derived.row
 
 
 def _report(index: int, total: int, scenario: Scenario, adapter: ToolAdapter, runtime: str, eta_s: float) -> None:
@@ -371,7 +256,7 @@ def _summarise(row: RunRow, all_cpus: int) -> None:
         target = ("target not sampled" if row.target_cpu_pct is None else
                   f"target {_pct(row.target_cpu_pct)} on {row.cpus_target or 'all CPUs'}")
         console.print(f"   CPU: tool {_pct(row.cpu_avg_pct)} on {row.cpus_tool or 'all CPUs'}, {target}: limited by "
-                      f"{bottleneck.limited_by(row, all_cpus)}")
+                      f"{row.limited_by}")
     else:
         console.print(f"   [red]{row.status}[/]: {row.error}")
 
@@ -425,7 +310,7 @@ def run_suite(plan: Plan, runtime: Runtime | None = None) -> tuple[ResultsFolder
                  **plan.split.describe(), **runtime.describe()}))
         runs = [(s, t, r) for s, t, r in plan.runs if (s.id, t.name, r) not in finished]
         rows: list[RunRow] = []
-        baselines: dict[str, dict] = {}   # each tool's 1-VU memory, measured once per suite
+        baselines: dict[str, str] = {}   # each tool's 1-VU baseline run's folder, measured once per suite
         overhead_s, started = SETUP_ESTIMATE_S, time.monotonic()
         with runtime:
             if plan.resume is None and (facts := runtime.started_facts()):
@@ -438,9 +323,6 @@ def run_suite(plan: Plan, runtime: Runtime | None = None) -> tuple[ResultsFolder
                     row = _unrunnable(runtime, adapter, scenario, folder, reason, repeat)
                 elif reason := openmodel.unsupported_reason(scenario, adapter) or runtime.unsupported_reason(scenario):
                     row = _unrunnable(runtime, adapter, scenario, folder, reason, repeat, status="unsupported")
-                elif runtime.generator_count > 1:
-                    row = run_merged(runtime, adapter, scenario, folder, shaper.kind, plan.grace_s,
-                                     plan.allow_external_target, repeat)
                 else:
                     row = run_one(runtime, adapter, scenario, folder, shaper.kind, plan.grace_s,
                                   plan.allow_external_target, repeat,
@@ -464,9 +346,6 @@ def _add_environment(folder: ResultsFolder, facts: dict) -> None:
 
 def _unrunnable(runtime: Runtime, adapter: ToolAdapter, scenario: Scenario, folder: ResultsFolder,
                 reason: str, repeat: int, status: str = "failed") -> RunRow:
-    run_dir, row = _new_row(runtime, adapter, scenario, folder, repeat)
-    row.status, row.error = status, reason
-    if status == "unsupported":
-        openmodel.fill_unsupported(row, scenario, adapter)
-    write_meta(run_dir, row, {})
-    return row
+    run_dir, record = _record(runtime, adapter, scenario, folder, repeat)
+    record.unrunnable, record.unrunnable_status = reason, status
+    return _derive(record, adapter, run_dir, folder)

@@ -23,6 +23,7 @@ import psutil
 from harness import PREFIX
 from harness.cleanup import signals_deferred
 from harness.errors import HarnessError
+from harness.row import rtt_ok
 from harness.runtimes.base import Session, run
 from harness.target import Target
 
@@ -82,11 +83,6 @@ def netem_command(netns: list[str], device: str, delay_ms: float, limit: int) ->
 
 
 CALIBRATION_PROBES = 3
-
-
-def rtt_ok(measured_ms: float, target_ms: float) -> bool:
-    """Within max(10%, 0.5 ms) of the target RTT."""
-    return abs(measured_ms - target_ms) <= max(0.1 * target_ms, 0.5)
 
 
 def measure_rtt(session: Session, target: Target) -> float:

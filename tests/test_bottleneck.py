@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from conftest import FIXTURES
-from harness.bottleneck import affinity_note, mem_per_vu_kb, mem_per_vu_note, req_per_cpu_s, saturated, side
+from harness.row.bottleneck import affinity_note, mem_per_vu_kb, mem_per_vu_note, req_per_cpu_s, saturated, side
 from harness.cpus import CpuSplit, choose_split, format_cpus, parse_cpus
 from harness.errors import HarnessError
 from harness.sampling import Sample, TopSampler, read_csv, summarise
@@ -120,7 +120,7 @@ def test_a_bad_cpu_option_is_one_line_and_status_2():
 
 
 def test_busy_cpus_with_an_unsaturated_side_are_named_as_contention():
-    from harness.bottleneck import contention_note
+    from harness.row.bottleneck import contention_note
     from harness.results import RunRow
     split = CpuSplit(available=(0, 1), target=(0,), tool=(1,))
     row = RunRow(tool="wrk", tool_version="4", runtime="host", scenario="s", vus=20, rtt_target_ms=0.1, duration_s=10,

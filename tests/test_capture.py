@@ -17,6 +17,7 @@ import pytest
 from conftest import FIXTURES, REPO, harness, leftovers, require_root_tools
 from harness.capture import MAX_PACKETS, Capture
 from harness.results import RunRow
+from harness.row import wire
 from harness.runtimes.docker import docker_available
 from harness.target import Target
 from harness.wire import _summarise_fixed, _summarise_packets, summarise
@@ -73,7 +74,16 @@ def captured(tmp_path: Path, facts: dict | None = None) -> Capture:
     pcap = tmp_path / "lth-capture.pcap"
     shutil.copy(AB / "capture.pcap", pcap)
     return Capture(enabled=True, port=8080, pcap=pcap,
-                   facts={"device": "lth-veth0", "netns": "root", "captured": 718, **(facts or {})})
+                   facts={"device": "lth-veth0", "netns": "root", "captured": 718, "max_packets": MAX_PACKETS,
+                          **(facts or {})})
+
+
+def fill(capture: Capture, row: RunRow) -> dict | None:
+    """What the runner does: the capture's summary into its record, the row derived from it."""
+    summary = capture.summary()
+    if summary is not None:
+        wire.fill(row, summary)
+    return summary
 
 
 def ab_row() -> RunRow:
@@ -84,7 +94,7 @@ def ab_row() -> RunRow:
 
 def test_fill_sets_the_wire_columns_and_lat_added_and_deletes_the_pcap(tmp_path):
     capture, row = captured(tmp_path), ab_row()
-    meta = capture.fill(row)
+    meta = fill(capture, row)
     assert row.wire_requests == 354 and 10 < row.wire_p50_ms < row.wire_p99_ms
     assert row.tool_error_p50_ms == pytest.approx(row.lat_p50_ms - row.wire_p50_ms)
     assert row.tool_error_p99_ms == pytest.approx(row.lat_p99_ms - row.wire_p99_ms)
@@ -97,21 +107,21 @@ def test_a_whole_ms_tool_within_its_resolution_of_the_wire_adds_nothing_negative
     wire_p50 = summarise(AB / "capture.pcap", 8080).percentile(50)
     row = ab_row()
     row.timing_resolution_ms, row.lat_p50_ms = 1.0, float(int(wire_p50))   # what a flooring whole-ms tool prints
-    captured(tmp_path).fill(row)
+    fill(captured(tmp_path), row)
     assert -1 < row.tool_error_p50_ms < 0                                  # the comparison itself is kept
     assert row.lat_added_ms is None and "within the tool's 1 ms timing resolution" in row.notes
 
 
 def test_a_capture_that_hit_its_cap_or_lost_packets_says_so(tmp_path):
     row = ab_row()
-    captured(tmp_path, {"captured": MAX_PACKETS, "dropped_by_kernel": 12}).fill(row)
+    fill(captured(tmp_path, {"captured": MAX_PACKETS, "dropped_by_kernel": 12}), row)
     assert "hit its cap" in row.notes and "cover the first 2.0 s" in row.notes
     assert "dropped 12 packets" in row.notes
 
 
 def test_no_capture_asked_for_leaves_everything_empty():
     row = ab_row()
-    assert Capture(enabled=False).fill(row) == {}
+    assert fill(Capture(enabled=False), row) is None
     assert row.wire_requests is None and row.lat_added_ms is None and row.notes == ""
 
 
@@ -190,7 +200,7 @@ def test_a_capture_that_cannot_start_is_a_note_not_a_failure(tmp_path):
     capture, row = Capture(enabled=True), ab_row()
     with capture.recording(nowhere, Target("198.18.0.2"), tmp_path):
         pass
-    capture.fill(row)
+    fill(capture, row)
     assert "no wire capture: tcpdump did not start" in row.notes and "lth-nodev0" in row.notes
     assert row.wire_requests is None and not list(tmp_path.glob("*.pcap"))
 

@@ -1,4 +1,4 @@
-"""Several generators (harness/multigen.py): the VUs split, and one row merged from the parts of a
+"""Several generators (harness/row/merge.py): the VUs split, and one row merged from the parts of a
 real two-generator wrk run (tests/fixtures/multigen/): counts summed, percentiles over the union."""
 from pathlib import Path
 
@@ -7,7 +7,8 @@ import pytest
 
 from conftest import FIXTURES
 from harness.adapter import Figures, LatencyHistogram, RunSpec, ToolOutput
-from harness.multigen import merged_figures, split_evenly
+from harness.execution import split_evenly
+from harness.row.merge import merged_figures
 from harness.registry import discover
 from harness.runtimes.generator import ProcessTable
 

@@ -260,10 +260,11 @@ def test_a_run_that_did_not_end_ok_has_no_figure_in_the_summary(with_failures, t
 
 def test_an_ok_run_whose_memory_per_vu_is_not_measurable_says_so_in_its_chart():
     from analysis.charts import NOT_MEASURABLE, mem_per_vu
-    from harness.bottleneck import mem_per_vu_note
+    from harness.row.bottleneck import mem_per_vu_kb
     rows = [{"scenario": "vu20-rtt0.1", "label": tool, "tool": tool, "status": "ok", "vus": 20, "rtt_target_ms": 0.1,
-             "mem_per_vu_kb": value, "notes": note} for tool, value, note in
-            (("hey", float("nan"), mem_per_vu_note(45.0, 47.5)), ("wrk", 12.0, ""), ("k6", float("nan"), ""))]
+             "mem_per_vu_kb": mem_per_vu_kb(mem, baseline, 20) if baseline else float("nan"),
+             "mem_baseline_mb": baseline} for tool, mem, baseline in
+            (("hey", 45.0, 47.5), ("wrk", 47.5, 47.2), ("k6", 40.0, float("nan")))]
     figure = mem_per_vu(pd.DataFrame(rows))
     (ax,) = [a for a in figure.axes if a.get_visible()]
     marks = {round(t.get_position()[1]): t.get_text() for t in ax.texts if t.get_gid() == "status"}

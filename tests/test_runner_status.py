@@ -15,7 +15,7 @@ import pytest
 
 from fake_runtime import TOOL, FakeRuntime, FakeTool
 from fake_tool import BALLAST_MB, STARTUP_S
-from harness import bottleneck, runner
+from harness import runner
 from harness.cpus import NO_SPLIT
 from harness.runner import Plan, run_suite
 from harness.scenarios import Scenario
@@ -35,7 +35,7 @@ def suite(tmp_path_factory) -> dict:
     runtime = FakeRuntime(BROKEN)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(runner, "LOCK_FILE", root / "lth.lock")    # not the machine's: a benchmark may hold it
-        patch.setattr(bottleneck, "BASELINE_S", 1)                # each tool's 1-VU memory run
+        patch.setattr(runner, "BASELINE_S", 1)                # each tool's 1-VU memory run
         plan = Plan(runtime="fake", tools=TOOLS, scenarios=[CLOSED, RATE], results_root=root, grace_s=GRACE_S,
                     split=NO_SPLIT)
         folder, rows = run_suite(plan, runtime)

@@ -5,11 +5,13 @@ import time
 import psutil
 import pytest
 
-from harness.openmodel import fill_rate, fill_stall, rate_for, unsupported_reason
+from harness.openmodel import rate_for, unsupported_reason
+from harness.row.rate import fill_rate, fill_stall
 from harness.registry import discover
 from harness.results import RunRow
 from harness.scenarios import Scenario
-from harness.stall import StallRecord, expected, expected_latencies_ms, expected_quantile_ms, injected
+from harness.row.stall import StallRecord, expected, expected_latencies_ms, expected_quantile_ms
+from harness.stall import injected
 
 TOOLS = discover()
 

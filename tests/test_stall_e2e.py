@@ -10,7 +10,7 @@ import psutil
 import pytest
 
 from conftest import REPO, harness, require_root_tools
-from harness.stall import expected
+from harness.row.stall import expected
 
 pytestmark = pytest.mark.e2e
 BOMBARDIER = "/opt/lth/bin/bombardier"

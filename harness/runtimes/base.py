@@ -154,6 +154,15 @@ class Runtime(AbstractContextManager, ABC):
         """With generator_count > 1: one session per generator host, their tools released together."""
         raise NotImplementedError(f"the {self.name} runtime has one generator")
 
+    @contextmanager
+    def parts(self, adapter: ToolAdapter) -> Iterator[list[Session]]:
+        """Every place one run's tool runs: one session, or one per generator host."""
+        if self.generator_count > 1:
+            yield self.sessions(adapter)
+        else:
+            with self.session(adapter) as session:
+                yield [session]
+
     def describe(self) -> dict:
         """Runtime facts for the results' environment metadata."""
         return {}

@@ -7,17 +7,14 @@ a run can be CPU-bound with neither flag set: that case is named "shared CPUs".
 from __future__ import annotations
 
 from dataclasses import asdict
-from pathlib import Path
 
-from harness.adapter import RunSpec, ToolAdapter, ToolOutput
 from harness.cpus import CpuSplit, format_cpus
-from harness.execution import Execution, execute
-from harness.runtimes.base import Session
+from harness.row.record import Execution
 from harness.results import RunRow
 from harness.sampling import Usage, busy_pct, summarise
 
 SATURATED = 0.9    # share of a side's CPUs, averaged over the load window
-CONTENDED = "CPUs contended"   # the note's opening words: a side's CPUs were busy with other work
+CONTENDED = "CPUs contended"   # the note's opening words
 
 
 def saturated(cpu_pct: float | None, cpus: int) -> bool | None:
@@ -40,26 +37,23 @@ def mem_per_vu_kb(mem_avg_mb: float | None, baseline_mb: float | None, vus: int)
     return (mem_avg_mb - baseline_mb) * 1024 / vus
 
 
-MEM_PER_VU_NOT_MEASURABLE = "mem_per_vu_kb not measurable"   # the note's opening words (analysis marks the chart)
-
-
 def mem_per_vu_note(mem_avg_mb: float | None, baseline_mb: float | None) -> str:
     if mem_avg_mb is None or baseline_mb is None or mem_avg_mb > baseline_mb:
         return ""
-    return (f"{MEM_PER_VU_NOT_MEASURABLE}: the run's average RSS {mem_avg_mb:.1f} MiB is not above the tool's 1-VU "
+    return (f"mem_per_vu_kb not measurable: the run's average RSS {mem_avg_mb:.1f} MiB is not above the tool's 1-VU "
             f"baseline {baseline_mb:.1f} MiB (per-VU growth below the sampling noise)")
 
 
-def limited_by(row: RunRow, all_cpus: int) -> str:
-    """Which side limited the run, in a few words (for the console and the report)."""
+def limited_by(row: RunRow, all_cpus: int, contended: bool = False) -> str:
+    """Which side limited the run, in a few words (the row's limited_by column)."""
     if row.status != "ok":
         return "n/a"
     return side(row.tool_saturated, row.target_saturated, bool(row.cpus_tool), row.cpu_avg_pct,
-                row.target_cpu_pct, all_cpus, row.notes)
+                row.target_cpu_pct, all_cpus, contended)
 
 
 def side(tool_saturated: bool | None, target_saturated: bool | None, isolated: bool, cpu_pct: float | None,
-         target_cpu_pct: float | None, all_cpus: int, notes: str = "") -> str:
+         target_cpu_pct: float | None, all_cpus: int, contended: bool = False) -> str:
     """The rule behind limited_by, on plain values (the report applies it to runs.csv rows)."""
     if tool_saturated and target_saturated:
         return "tool and target"
@@ -72,7 +66,7 @@ def side(tool_saturated: bool | None, target_saturated: bool | None, isolated: b
     if not isolated and cpu_pct is not None and target_cpu_pct is not None \
             and cpu_pct + target_cpu_pct >= SATURATED * 100 * all_cpus:
         return "shared CPUs"
-    if CONTENDED in notes:
+    if contended:
         return "other processes on the machine"
     return "neither (latency or the tool's own limits)"
 
@@ -144,34 +138,9 @@ def fill(row: RunRow, execution: Execution, window: tuple[float, float] | None, 
                         (execution.cpu_busy or [], split.target_cpus)}
     busy = {name: busy_pct(cpu_busy or [], cpus, window) for name, (cpu_busy, cpus) in frames.items()}
     irq = {name: busy_pct(cpu_busy or [], cpus, window, irq=True) for name, (cpu_busy, cpus) in frames.items()}
-    if not target_cores:   # on two machines the tool's and the target's CPUs are not one pool
-        notes.append(contention_note(row, busy, irq, split))
-    row.notes = "; ".join(filter(None, [row.notes, *notes]))
-    return {"target_usage": {name: asdict(u) for name, u in groups.items()},
+    contended = "" if target_cores else contention_note(row, busy, irq, split)   # two machines: not one pool
+    row.notes = "; ".join(filter(None, [row.notes, *notes, contended]))
+    return {"contended": bool(contended), "target_usage": {name: asdict(u) for name, u in groups.items()},
             "cpus_busy_pct": busy, "cpus_irq_pct": irq,
             "cpus_allowed": {name or "tool": pids for name, pids in (execution.affinity or {}).items()},
             "memory_check": {"method": check_name, "top_mb": tool.check_top_mb, "check_mb": tool.check_mb}}
-
-
-BASELINE_S = 3     # the 1-VU run whose memory mem_per_vu_kb subtracts
-
-
-def measure_baseline(session: Session, adapter: ToolAdapter, url: str, run_dir: Path, grace: float) -> dict:
-    """A short 1-VU run of the tool in the same session: its average RSS over its load window is
-    the tool's own footprint, the part of mem_avg_mb that does not grow with VUs."""
-    out_dir = run_dir / "baseline-1vu"
-    out_dir.mkdir(exist_ok=True)
-    spec = RunSpec(url=url, vus=1, duration_s=BASELINE_S, out_dir=out_dir, cpus=session.cpus)
-    execution = execute(session, adapter.command(spec), out_dir, BASELINE_S + grace, adapter.sampled_process)
-    window = None
-    try:
-        metrics = adapter.parse(ToolOutput(spec, execution.stdout, execution.stderr, execution.exit_code or 0,
-                                           execution.launched_at))
-        if metrics.load_start_s is not None and metrics.measured_s is not None:
-            window = (metrics.load_start_s, metrics.load_start_s + metrics.measured_s)
-    except Exception:  # noqa: BLE001 - without the tool's window the whole run is the window
-        pass
-    usage = summarise(execution.samples, window)
-    ok = execution.exit_code == 0 and not execution.timed_out
-    return {"vus": 1, "duration_s": BASELINE_S, "folder": out_dir.name, "exit_code": execution.exit_code,
-            "mem_avg_mb": usage.mem_avg_mb if ok else None, "samples": usage.samples}

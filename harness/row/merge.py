@@ -1,7 +1,5 @@
-"""One scenario on several generator hosts at once (``--generator-host a,b``): the VUs (and a rate
-scenario's arrival rate) split evenly,
-the tools released together (the launcher's barrier, harness/runtimes/generator.py), each part
-parsed on its own, and one row merged from the parts.
+"""One row from the parts of a run spread over several generator hosts (``--generator-host a,b``,
+split and released together by the runner), each part derived on its own.
 
 Counts and rates add up (the parts ran at the same time against the same Nginx). Latencies are
 merged from each part's latency histogram (ToolAdapter.latency_histogram: the tool's own
@@ -11,42 +9,14 @@ mean are exact: the percentiles stay empty.
 """
 from __future__ import annotations
 
-import threading
 from collections import Counter
 from dataclasses import fields
 from pathlib import Path
 
 from harness.adapter import Figures, LatencyHistogram
-from harness.execution import Execution, execute
-from harness.runtimes.base import Session
 from harness.stats import histogram_metrics
 
-PART_DIR = "generator-{index}"
 HISTOGRAM_CSV = "latency-histogram.csv"
-
-
-def split_evenly(total: int, parts: int) -> list[int]:
-    """VUs or an arrival rate, as even as whole numbers allow: 20 over 3 -> 7, 7, 6."""
-    return [total // parts + (1 if i < total % parts else 0) for i in range(parts)]
-
-
-def execute_together(runs: list[tuple[Session, list[str], Path]], timeout_s: float,
-                     sampled_process: str | None) -> list[Execution | BaseException]:
-    """Every (session, argv, folder) at once, one thread each; a part that fails to run gives its exception."""
-    results: list[Execution | BaseException] = [RuntimeError("did not run")] * len(runs)
-
-    def one(index: int, session: Session, argv: list[str], folder: Path) -> None:
-        try:
-            results[index] = execute(session, argv, folder, timeout_s, sampled_process)
-        except BaseException as exc:  # noqa: BLE001 - reported as that part's failure
-            results[index] = exc
-
-    threads = [threading.Thread(target=one, args=(i, *run), daemon=True) for i, run in enumerate(runs)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return results
 
 
 def write_histogram(histogram: LatencyHistogram, folder: Path) -> None:

@@ -1,0 +1,242 @@
+"""One place derives a run's row: from what the run stored (record.json, and per tool process its
+output, samples*.csv and execution.json) to its runs.csv row and meta.json. Plain values in, plain
+values out: nothing here starts a process, so any results folder can be derived again at any time
+(``python -m harness rederive``), e.g. after a parser fix.
+
+The order, each step reading only what the previous ones set:
+  each part: the tool's figures (its parser), its status, its memory and CPU over its load window,
+             both sides' CPU and saturation (bottleneck.py)
+  the run:   the parts merged (merge.py; one part is the run), the rate and stall columns (rate.py),
+             memory per VU against the tool's 1-VU baseline, the wire columns (wire.py),
+             and the figures of a run that did not end ok withheld.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+from harness.adapter import LATENCY_FIELDS, LatencyHistogram, Metrics, RunSpec, ToolAdapter, ToolOutput, below_resolution
+from harness.failure import cause_line
+from harness.results import COLUMNS, RunRow, withhold_results, write_meta
+from harness.row import bottleneck, merge, rate, wire
+from harness.row.record import BASELINE_SPEC, SCHEMA_VERSION, Execution, PartRecord, RunRecord, load_execution
+from harness.row.stall import StallRecord
+from harness.sampling import summarise
+from harness.scenarios import Scenario
+
+SAMPLE_GAP_WARN_S = 2.5  # top frames further apart than this are reported in the row's notes
+PROXY_BESIDE_TOOL = ("two machines: Toxiproxy ran beside the tool, on the generator's loopback, and shares its CPUs; "
+                     "its CPU is in neither cpu_avg_pct nor target_cpu_pct")
+# The Metrics fields that are runs.csv columns as they are; notes are joined, load_start_s becomes
+# startup_s and source goes to meta.json.
+COPIED_METRICS = [f.name for f in fields(Metrics) if f.name in COLUMNS and f.name != "notes"]
+
+
+@dataclass
+class Derived:
+    row: RunRow
+    meta: dict                                   # the run folder's meta.json
+    # several generators: each part's folder, row, meta.json and latency histogram
+    parts: list[tuple[Path, RunRow, dict, LatencyHistogram | None]]
+
+    def write(self, run_dir: Path) -> None:
+        """meta.json in the run's folder (and each part's), and each part's latency histogram."""
+        write_meta(run_dir, self.row, self.meta)
+        for folder, row, meta, histogram in self.parts:
+            write_meta(folder, row, meta)
+            if histogram is not None:
+                merge.write_histogram(histogram, folder)
+
+
+def base_row(record: RunRecord, adapter: ToolAdapter) -> RunRow:
+    """The row's setup columns, status failed until the run proves otherwise."""
+    scenario = record.scenario
+    return RunRow(tool=record.tool, tool_version=None, runtime=record.runtime, scenario=scenario["id"],
+                  vus=scenario["vus"], rtt_target_ms=scenario["rtt_ms"], duration_s=scenario["duration_s"],
+                  repeat=record.repeat, started_at=record.started_at, run_dir=record.run_dir,
+                  timing_resolution_ms=adapter.timing_resolution_ms, co_corrected=adapter.co_corrected,
+                  cpus_target=record.cpus_target, cpus_tool=record.cpus_tool, shaper=record.shaper,
+                  generators=max(1, len(record.parts)))
+
+
+def derive(record: RunRecord, adapter: ToolAdapter, run_dir: Path, results_dir: Path) -> Derived:
+    """The row and meta.json of the run stored in ``run_dir`` (inside ``results_dir``)."""
+    scenario = Scenario.model_validate(record.scenario)
+    row = base_row(record, adapter)
+    meta: dict = {"schema_version": SCHEMA_VERSION, "concurrency_model": adapter.concurrency_model,
+                  "scenario": record.scenario}
+    if record.unrunnable is not None:
+        row.status, row.error = record.unrunnable_status or "failed", record.unrunnable
+        if row.status == "unsupported":
+            rate.fill_unsupported(row, scenario, adapter)
+        return Derived(row, {"schema_version": SCHEMA_VERSION}, [])
+    parts = [_part(record, part, adapter, run_dir) for part in record.parts]
+    if len(parts) == 1:
+        row, part_meta, _ = parts[0]
+        meta.update(part_meta)
+    elif parts:
+        meta["parts"], how = _merge(row, record, parts)
+        if how:
+            meta["metric_source"] = "merged: " + how
+    row.server_requests = record.server_requests
+    stalled = StallRecord.from_dict(record.stall) if record.stall else None
+    rate.fill_rate(row, scenario, adapter)
+    rate.fill_stall(row, scenario, stalled)
+    if record.proxy_beside_tool:
+        _note(row, PROXY_BESIDE_TOOL)
+    if record.baseline:
+        baseline = {**baseline_memory(results_dir / record.baseline, adapter), "folder": record.baseline}
+        meta["mem_baseline_1vu"] = baseline
+        footprint = None if baseline["mem_avg_mb"] is None else baseline["mem_avg_mb"] * len(parts)
+        row.mem_per_vu_kb = bottleneck.mem_per_vu_kb(row.mem_avg_mb, footprint, row.vus)
+        row.mem_baseline_mb = footprint
+        _note(row, bottleneck.mem_per_vu_note(row.mem_avg_mb, footprint))
+    if record.capture is not None:
+        wire.fill(row, record.capture)
+        meta["wire"] = record.capture
+    if record.error is not None:
+        row.status, row.error = "failed", record.error
+    if record.traceback:
+        meta["traceback"] = record.traceback
+    row.limited_by = bottleneck.limited_by(row, len(record.cpu_split.available), meta.get("contended", False))
+    withheld = withhold_results(row)
+    if withheld:
+        meta["withheld_figures"] = withheld
+    return Derived(row, meta, [(run_dir / part.folder, *derived) for part, derived in zip(record.parts, parts)]
+                   if len(parts) > 1 else [])
+
+
+def _part(record: RunRecord, part: PartRecord, adapter: ToolAdapter,
+          run_dir: Path) -> tuple[RunRow, dict, LatencyHistogram | None]:
+    """One tool process's row, what its meta.json adds, and its latency histogram (several parts only)."""
+    row = base_row(record, adapter)
+    row.vus, row.tool_version, row.rtt_measured_ms = part.vus, part.tool_version, part.rtt_measured_ms
+    row.run_dir = str(Path(record.run_dir) / part.folder) if part.folder else record.run_dir
+    if part.rtt_measured_ms is not None:
+        row.rtt_ok = rtt_ok(part.rtt_measured_ms, record.scenario["rtt_ms"])
+    meta: dict = {"command": part.command, "ran_on": part.host, **({"shaping": part.shaping} if part.shaping else {})}
+    if not part.executed:
+        row.status, row.error = "failed", part.error or "the tool did not start"
+        return row, meta, None
+    folder = run_dir / part.folder
+    execution = load_execution(folder)
+    spec = RunSpec(url=part.url, vus=part.vus, duration_s=record.scenario["duration_s"], out_dir=folder,
+                   cpus=part.cpus, rate_rps=part.rate_rps, per_request=part.per_request)
+    output = ToolOutput(spec, execution.stdout, execution.stderr, execution.exit_code or 0, execution.launched_at)
+    meta.update(_figures(row, adapter, output, execution, record.grace_s))
+    meta.update(bottleneck.fill(row, execution, meta["load_window_s"], record.cpu_split, part.memory_check_name,
+                                part.target_cores))
+    histogram = None
+    if len(record.parts) > 1 and row.status == "ok":
+        try:
+            histogram = adapter.latency_histogram(output)
+        except Exception as exc:  # noqa: BLE001 - without it the merge keeps counts only
+            meta["notes"] = [*meta["notes"], f"no latency histogram: {type(exc).__name__}: {exc}"]
+    return row, meta, histogram
+
+
+def _figures(row: RunRow, adapter: ToolAdapter, output: ToolOutput, execution: Execution,
+             grace_s: float | None) -> dict:
+    """The tool's figures, its status, and its memory and CPU over its load window; returns what
+    meta.json adds."""
+    try:
+        raw = adapter.parse(output)
+        shown = {name: getattr(raw, name) for name in LATENCY_FIELDS}
+        metrics = below_resolution(raw, adapter.timing_resolution_ms)
+        row.lat_below_resolution = ",".join(n for n in LATENCY_FIELDS if shown[n] is not None
+                                            and getattr(metrics, n) is None) or None
+    except Exception as exc:  # noqa: BLE001 - any parser failure is the run's failure, not the suite's
+        metrics, row.error = None, (f"could not parse {adapter.name}'s output in {output.spec.out_dir}: "
+                                    f"{type(exc).__name__}: {exc} (its stderr: {cause_line(execution.stderr)})")
+    window = None
+    if metrics is not None:
+        for name in COPIED_METRICS:
+            setattr(row, name, getattr(metrics, name))
+        row.notes = "; ".join(metrics.notes)
+        if metrics.load_start_s is not None and metrics.measured_s is not None:
+            row.startup_s = metrics.load_start_s
+            window = (metrics.load_start_s, metrics.load_start_s + metrics.measured_s)
+    usage = summarise(execution.samples, window)
+    row.mem_avg_mb, row.mem_peak_mb, row.cpu_avg_pct = usage.mem_avg_mb, usage.mem_peak_mb, usage.cpu_avg_pct
+    row.mem_startup_peak_mb = usage.mem_outside_peak_mb
+    if usage.max_gap_s > SAMPLE_GAP_WARN_S or usage.cpu_frames_dropped:
+        # Seen in Docker with both cores saturated: top itself stops printing for seconds.
+        _note(row, f"top sampling stalled: {usage.max_gap_s:.1f} s without a frame, memory/CPU rest on "
+                   f"{usage.samples} samples" + (f", CPU leaves out {usage.cpu_frames_dropped} frame(s) that came "
+                                                 "after a stall" if usage.cpu_frames_dropped else ""))
+    if execution.timed_out:
+        row.status, row.error = "timeout", f"still running {grace_s or 0:.0f} s after its duration: killed"
+    elif execution.exit_code != 0:
+        row.status, row.error = "failed", f"exit status {execution.exit_code}: {cause_line(execution.stderr, execution.stdout)}"
+    elif metrics is not None:
+        row.status = "ok"
+    return {"metric_source": metrics.source if metrics else None, "notes": metrics.notes if metrics else [],
+            "exit_code": execution.exit_code, "timed_out": execution.timed_out,
+            "wall_s": execution.wall_s, "launched_at": execution.launched_at, "samples": usage.samples,
+            "load_window_s": window}
+
+
+def _merge(row: RunRow, record: RunRecord,
+           parts: list[tuple[RunRow, dict, LatencyHistogram | None]]) -> tuple[list[dict], str | None]:
+    """The parts into ``row``; returns meta.json's ``parts`` and how the latencies were merged."""
+    rows = [p for p, _, _ in parts]
+    hosts = [p.host for p in record.parts]
+    row.tool_version = " / ".join(dict.fromkeys(str(p.tool_version) for p in rows))
+    rtts = [p.rtt_measured_ms for p in rows]
+    if None not in rtts:
+        row.rtt_measured_ms, row.rtt_ok = max(rtts), all(p.rtt_ok for p in rows)
+    summary = [{"host": host, "vus": p.vus, "status": p.status, "requests": p.requests,
+                "rtt_measured_ms": p.rtt_measured_ms, "folder": part.folder}
+               for host, p, part in zip(hosts, rows, record.parts)]
+    failed = [(host, p) for host, p in zip(hosts, rows) if p.status != "ok"]
+    if failed:
+        row.status = "timeout" if any(p.status == "timeout" for _, p in failed) else "failed"
+        row.error = "; ".join(f"generator {host}: {p.status}: {p.error}" for host, p in failed)
+        return summary, None
+    figures, how = merge.merged_figures(rows, [h for _, _, h in parts])
+    for name in COPIED_METRICS:
+        if hasattr(figures, name):
+            setattr(row, name, getattr(figures, name))
+    measured = [p.measured_s for p in rows if p.measured_s is not None]
+    row.measured_s = max(measured) if measured else None
+    for name in ("mem_avg_mb", "mem_peak_mb", "cpu_avg_pct"):
+        values = [getattr(p, name) for p in rows]
+        setattr(row, name, None if None in values else sum(values))
+    row.tool_saturated = any(p.tool_saturated for p in rows) if all(p.tool_saturated is not None for p in rows) else None
+    row.target_cpu_pct, row.target_saturated = rows[0].target_cpu_pct, rows[0].target_saturated   # sampled once
+    row.req_per_cpu_s = bottleneck.req_per_cpu_s(row.requests, row.cpu_avg_pct, row.measured_s or row.duration_s)
+    row.status = "ok"
+    row.notes = (f"merged from {len(rows)} generators started together ("
+                 + ", ".join(f"{host}: {p.vus} VUs, {p.requests:,} requests" for host, p in zip(hosts, rows))
+                 + f"): requests, errors, rps, memory and CPU summed; {how}; RTT: the largest of the parts' "
+                 f"({', '.join(f'{r:.2f}' for r in rtts if r is not None)} ms)")
+    return summary, how
+
+
+def baseline_memory(folder: Path, adapter: ToolAdapter) -> dict:
+    """The tool's own footprint from its 1-VU baseline run (harness/runner.py): its average RSS over
+    its load window, the part of mem_avg_mb that does not grow with VUs."""
+    execution = load_execution(folder)
+    spec = RunSpec(**{**json.loads((folder / BASELINE_SPEC).read_text()), "out_dir": folder})
+    window = None
+    try:
+        metrics = adapter.parse(ToolOutput(spec, execution.stdout, execution.stderr, execution.exit_code or 0,
+                                           execution.launched_at))
+        if metrics.load_start_s is not None and metrics.measured_s is not None:
+            window = (metrics.load_start_s, metrics.load_start_s + metrics.measured_s)
+    except Exception:  # noqa: BLE001 - without the tool's window the whole run is the window
+        pass
+    usage = summarise(execution.samples, window)
+    ok = execution.exit_code == 0 and not execution.timed_out
+    return {"vus": 1, "duration_s": spec.duration_s, "exit_code": execution.exit_code,
+            "mem_avg_mb": usage.mem_avg_mb if ok else None, "samples": usage.samples}
+
+
+def rtt_ok(measured_ms: float, target_ms: float) -> bool:
+    """Within max(10%, 0.5 ms) of the target RTT."""
+    return abs(measured_ms - target_ms) <= max(0.1 * target_ms, 0.5)
+
+
+def _note(row: RunRow, text: str) -> None:
+    row.notes = "; ".join(filter(None, [row.notes, text]))

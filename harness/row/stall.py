@@ -1,0 +1,76 @@
+"""The stall test's arithmetic (issue 13): the latencies a tool that times every request from its
+intended send time must report when the target is frozen for ``stall_ms`` at ``stall_at_s``, and the
+stall as it happened (harness/stall.py freezes the target and fills the record).
+
+Expected latencies: requests are intended at t_k = k / rate (k = 0 .. rate x duration - 1). One
+intended while the server is frozen, t_k in [stall_at, stall_end), waits stall_end - t_k and then
+takes one RTT; every other one takes one RTT. So the stalled fraction f = stall / duration of the
+requests spread uniformly over (RTT, RTT + stall], and for q > 1 - f the q-quantile is
+RTT + stall x (q - (1 - f)) / f: with a 1 s stall in 20 s, p99 = RTT + 0.8 s, max = RTT + 1 s.
+Computed here exactly over the discrete schedule with the harness's nearest-rank percentiles.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Expected:
+    requests: int            # intended requests in the run
+    stalled: int             # of which intended while the server was frozen
+    p50_ms: float
+    p99_ms: float
+    max_ms: float
+
+
+def expected_latencies_ms(rate_rps: float, duration_s: float, stall_at_s: float, stall_ms: float,
+                          rtt_ms: float) -> np.ndarray:
+    """Every intended request's latency as measured from its intended send time (ms)."""
+    intended_s = np.arange(int(round(rate_rps * duration_s))) / rate_rps
+    stall_end_s = stall_at_s + stall_ms / 1000
+    waiting_s = np.where((intended_s >= stall_at_s) & (intended_s < stall_end_s), stall_end_s - intended_s, 0.0)
+    return waiting_s * 1000 + rtt_ms
+
+
+def expected(rate_rps: float, duration_s: float, stall_at_s: float, stall_ms: float, rtt_ms: float) -> Expected:
+    latencies = expected_latencies_ms(rate_rps, duration_s, stall_at_s, stall_ms, rtt_ms)
+    p50, p99 = np.percentile(latencies, (50, 99), method="inverted_cdf")
+    return Expected(requests=len(latencies), stalled=int(np.count_nonzero(latencies > rtt_ms)),
+                    p50_ms=float(p50), p99_ms=float(p99), max_ms=float(latencies.max()))
+
+
+def expected_quantile_ms(q: float, duration_s: float, stall_ms: float, rtt_ms: float) -> float:
+    """The closed form of the docstring (continuous schedule), for checking and for the report."""
+    f = stall_ms / 1000 / duration_s
+    return rtt_ms + (stall_ms * (q - (1 - f)) / f if q > 1 - f else 0.0)
+
+
+@dataclass
+class StallRecord:
+    at_s: float
+    ms: int
+    origin: float = 0.0                       # epoch s the schedule counts from (just before the launch)
+    stopped_at: float | None = None           # epoch s of the SIGSTOP
+    resumed_at: float | None = None           # epoch s of the SIGCONT
+    pids: set[int] = field(default_factory=set)
+
+    @property
+    def actual_ms(self) -> float | None:
+        if self.stopped_at is None or self.resumed_at is None:
+            return None
+        return (self.resumed_at - self.stopped_at) * 1000
+
+    def describe(self) -> str:
+        if self.actual_ms is None:
+            return f"stall of {self.ms} ms at +{self.at_s:g} s did not happen (the tool ended first)"
+        return (f"stall: SIGSTOP of {len(self.pids)} Nginx processes at +{self.stopped_at - self.origin:.3f} s "
+                f"after launch, SIGCONT {self.actual_ms:.1f} ms later")
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "pids": sorted(self.pids)}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "StallRecord":
+        return cls(**{**data, "pids": set(data.get("pids", ()))})

@@ -1,0 +1,51 @@
+"""A run's wire_* and tool_error_* columns from its capture's summary (harness/capture.py records
+it in the run's record: the pcap itself is deleted once parsed unless --keep-pcap)."""
+from __future__ import annotations
+
+from harness.results import RunRow
+
+
+def fill(row: RunRow, capture: dict) -> None:
+    """``capture``: the capture's summary, ``{"skipped": why}`` or ``{"error": ...}`` (see Capture.summary)."""
+    if "skipped" in capture:
+        _note(row, f"no wire capture: {capture['skipped']}")
+        return
+    if "error" in capture:
+        _note(row, f"wire capture unreadable: {capture['error']}")
+        return
+    row.wire_requests = capture["pairs"]
+    row.wire_p50_ms, row.wire_p99_ms = capture["p50_ms"], capture["p99_ms"]
+    if row.lat_p50_ms is not None and row.wire_p50_ms is not None:
+        row.tool_error_p50_ms = row.lat_p50_ms - row.wire_p50_ms
+    if row.lat_p99_ms is not None and row.wire_p99_ms is not None:
+        row.tool_error_p99_ms = row.lat_p99_ms - row.wire_p99_ms
+    row.lat_added_ms = added_latency(row)
+    _flag(row, capture)
+
+
+def added_latency(row: RunRow) -> float | None:
+    """The tool's own share of its p50 (tool minus wire). Empty, with a note, when the difference is
+    within the tool's clock step: a whole-ms tool's 11 ms for a wire 11.16 ms is its rounding, not a finding."""
+    error, resolution = row.tool_error_p50_ms, row.timing_resolution_ms or 0.0
+    if error is not None and abs(error) < resolution:
+        _note(row, f"lat_added_ms empty: p50 within the tool's {resolution:g} ms timing resolution of the wire's "
+                   f"({error:+.3f} ms)")
+        return None
+    return error
+
+
+def _flag(row: RunRow, capture: dict) -> None:
+    cap = capture.get("max_packets")
+    if cap and capture.get("captured", 0) >= cap:
+        _note(row, f"wire capture hit its cap of {cap:,} packets: wire figures cover the first "
+                   f"{capture['span_s'] or 0:.1f} s of the load only")
+    if row.shaper == "netem" and capture.get("after_netem"):
+        # tcpdump sees egress packets after the qdisc: requests are stamped once netem has delayed them.
+        _note(row, "wire latency excludes the netem delay (added on the captured interface's egress)")
+    if capture.get("dropped_by_kernel"):
+        _note(row, f"wire capture: the kernel dropped {capture['dropped_by_kernel']:,} packets: "
+                   "wire figures may miss requests")
+
+
+def _note(row: RunRow, text: str) -> None:
+    row.notes = "; ".join(filter(None, [row.notes, text]))
