@@ -14,6 +14,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any, ClassVar
 
+from harness.errors import HarnessError
+
 
 @dataclass(frozen=True)
 class RunSpec:
@@ -77,7 +79,7 @@ class Metrics(Figures):
 
 @dataclass(frozen=True)
 class LatencyHistogram:
-    """A run's latencies as {ms: requests}, for merging several generators' runs (harness/multigen.py)."""
+    """A run's latencies as {ms: requests}, for merging several generators' runs (harness/row/merge.py)."""
 
     counts: dict[float, int]
     total: int          # requests it stands for; above sum(counts): only the lowest latencies are known
@@ -96,6 +98,45 @@ def read_manifest(folder: Path) -> dict[str, str]:
     return tomllib.loads(path.read_text()) if path.is_file() else {}
 
 
+SHARED_DOCKERFILES = "_docker"   # tools/_docker/: the generator images' Dockerfiles, one per way of installing
+# Each install kind's Dockerfile there: installed in the image itself, or in a build stage whose result
+# alone is copied into the image (the kinds that need a toolchain to install but not to run).
+KIND_DOCKERFILES = {"apt": "in-image", "pip": "in-image",
+                    "go": "build-stage", "cargo": "build-stage", "npm": "build-stage", "maven": "build-stage"}
+KIND_TOOLCHAINS = {"go": "go-toolchain.sh"}   # fetched in a layer every tool of the kind shares
+
+
+@dataclass(frozen=True)
+class DockerBuild:
+    dockerfile: str            # relative to tools/, the build context
+    args: dict[str, str]       # build args; compose.yaml takes each as LTH_<ARG> (harness/runtimes/docker.py)
+
+
+def installed_path(folder: Path, manifest: dict[str, str]) -> str:
+    """What a build stage installed, to copy into the image: the manifest's `installed`, else its `home`,
+    else the folder of its `binary` (the Go tools' /opt/lth/bin: the binary and what install.sh put beside it)."""
+    path = manifest.get("installed") or manifest.get("home") or str(Path(manifest.get("binary", "")).parent)
+    if not Path(path).is_absolute():
+        raise HarnessError(f"{folder}/tool.toml: set `installed`, the absolute path its build stage installs")
+    return path
+
+
+def docker_build(folder: Path) -> DockerBuild:
+    """How the generator image of tools/<folder>/ is built: its own Dockerfile when it has one (a tool that
+    truly differs), else its install kind's shared one, with build args from its manifest."""
+    manifest = read_manifest(folder)
+    kind = manifest.get("kind", "")
+    args = {"TOOL": folder.name, "RUNTIME_PACKAGES": manifest.get("runtime_packages", "")}
+    if (folder / "Dockerfile").is_file():
+        return DockerBuild(f"{folder.name}/Dockerfile", args)
+    if kind not in KIND_DOCKERFILES:
+        raise HarnessError(f"{folder}: no Dockerfile, and install kind {kind!r} has no shared one "
+                           f"(tools/README.md: Install and Docker)")
+    if KIND_DOCKERFILES[kind] == "build-stage":
+        args |= {"INSTALLED": installed_path(folder, manifest), "TOOLCHAIN": KIND_TOOLCHAINS.get(kind, "")}
+    return DockerBuild(f"{SHARED_DOCKERFILES}/{KIND_DOCKERFILES[kind]}.Dockerfile", args)
+
+
 class ToolAdapter(ABC):
     name: str                         # the tool id in TOOLS= and in results
     # Arguments that make the manifest's binary print its version (see version_command).
@@ -109,7 +150,7 @@ class ToolAdapter(ABC):
     co_corrected: ClassVar[bool] = False
     # The process name to sample when command() wraps the tool in a script (None: the whole tree).
     sampled_process: ClassVar[str | None] = None
-    folder: Path = Path()             # set by discovery: tools/<folder>/ (Dockerfile, install.sh)
+    folder: Path = Path()             # set by discovery: tools/<folder>/ (tool.toml, install.sh)
     # False for tools whose output has no latency percentiles (their p50..p99 stay empty).
     reports_percentiles: ClassVar[bool] = True
     # Set for a tool that cannot be made to work (say why): its runs become failed rows with this
@@ -170,10 +211,6 @@ class ToolAdapter(ABC):
     @property
     def install_script(self) -> Path:
         return self.folder / "install.sh"
-
-    @property
-    def dockerfile(self) -> Path:
-        return self.folder / "Dockerfile"
 
 
 BELOW_RESOLUTION = "below the tool's {resolution:g} ms timing resolution, left empty: {columns}"

@@ -15,7 +15,7 @@ from typing import IO, Iterator
 import psutil
 
 from harness import DOCKER_DIR, PREFIX, TOOLS_DIR
-from harness.adapter import ToolAdapter
+from harness.adapter import DockerBuild, ToolAdapter, docker_build
 from harness.cpus import CpuSplit, format_cpus
 from harness.errors import HarnessError
 from harness.cleanup import signals_deferred
@@ -157,16 +157,19 @@ class DockerRuntime(Runtime):
         self.results_dir = results_dir or Path("/tmp")
         self.base_image = OFFICIAL_BASE
 
-    def _env(self, tool: str | None) -> dict[str, str]:
+    def _env(self, tool: str | None, build: DockerBuild | None) -> dict[str, str]:
         # No tool (down, the target's build): an empty LTH_TOOL takes compose.yaml's default, as those
         # commands do not depend on which generator image the project uses.
+        build_env = {"LTH_DOCKERFILE": build.dockerfile, **{f"LTH_{k}": v for k, v in build.args.items()}} if build else {}
         return {**os.environ, "LTH_TOOL": tool or "", "LTH_BASE_IMAGE": self.base_image,
                 "LTH_RESULTS_DIR": str(self.results_dir), "LTH_TOOLS_DIR": str(TOOLS_DIR),
-                "LTH_CPUS_TARGET": format_cpus(self.split.target_cpus), "LTH_CPUS_TOOL": format_cpus(self.split.tool_cpus)}
+                "LTH_CPUS_TARGET": format_cpus(self.split.target_cpus), "LTH_CPUS_TOOL": format_cpus(self.split.tool_cpus),
+                **build_env}
 
-    def _compose(self, tool: str | None, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    def _compose(self, tool: str | None, *args: str, timeout: float = 600,
+                 build: DockerBuild | None = None) -> subprocess.CompletedProcess:
         argv = [*self._compose_cmd, "-p", PROJECT, "-f", str(COMPOSE_FILE), *args]
-        return run(argv, check=False, timeout=timeout, env=self._env(tool))
+        return run(argv, check=False, timeout=timeout, env=self._env(tool, build))
 
     def problems(self, adapters: list[ToolAdapter]) -> list[str]:
         if docker_available() is None:
@@ -184,16 +187,21 @@ class DockerRuntime(Runtime):
         if problem:
             raise HarnessError(problem)
         broken = {}
-        for folder in dict.fromkeys(a.folder.name for a in adapters if not a.unavailable):  # variants share an image
+        for folder in dict.fromkeys(a.folder for a in adapters if not a.unavailable):  # variants share an image
             problem = self._build("generator", folder)
             if problem:
-                broken.update({a.name: problem for a in adapters if a.folder.name == folder})
+                broken.update({a.name: problem for a in adapters if a.folder == folder})
         return broken
 
-    def _build(self, service: str, tool: str | None) -> str | None:
-        print(f"docker: building {service} image{' for ' + tool if service == 'generator' else ''} "
-              f"(base {self.base_image})", flush=True)
-        result = self._compose(tool, "build", service, timeout=3600)
+    def _build(self, service: str, folder: Path | None) -> str | None:
+        tool = folder.name if folder else None
+        try:
+            build = docker_build(folder) if folder else None   # the tool's Dockerfile and build args
+        except HarnessError as exc:
+            return str(exc)
+        print(f"docker: building {service} image{' for ' + tool if tool else ''} "
+              f"(base {self.base_image}{', ' + build.dockerfile if build else ''})", flush=True)
+        result = self._compose(tool, "build", service, timeout=3600, build=build)
         if result.returncode != 0:
             lines = (result.stdout + result.stderr).strip().splitlines()
             tail = [line for line in lines if "error" in line.lower()][-3:] or lines[-3:]  # the cause, not the noise

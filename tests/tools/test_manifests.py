@@ -46,7 +46,8 @@ def test_bash_reads_the_manifest_as_tomllib_does(folder: Path):
 @pytest.mark.parametrize("folder", FOLDERS, ids=lambda p: p.name)
 def test_the_version_is_written_only_in_the_manifest(folder: Path):
     version = read_manifest(folder)["version"]
-    for path in [folder / "install.sh", folder / "Dockerfile", *(TOOLS_DIR / "_lib").iterdir()]:
+    shared = [*(TOOLS_DIR / "_lib").iterdir(), *(TOOLS_DIR / "_docker").iterdir()]
+    for path in [p for p in [folder / "install.sh", folder / "Dockerfile"] if p.is_file()] + shared:
         assert version not in path.read_text(), f"{path} repeats {folder.name}'s version {version}: read tool.toml"
 
 

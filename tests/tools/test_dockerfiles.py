@@ -1,0 +1,112 @@
+"""A generator image is built from its install kind's shared Dockerfile (tools/_docker/), with build args
+from the tool's manifest, or from the tool's own tools/<id>/Dockerfile when it has one (harness/adapter.py
+docker_build); the Docker runtime hands both to compose.yaml."""
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from harness import DOCKER_DIR, TOOLS_DIR
+from harness.adapter import KIND_DOCKERFILES, KIND_TOOLCHAINS, docker_build, read_manifest
+from harness.errors import HarnessError
+from harness.runtimes.docker import DockerRuntime
+
+FOLDERS = sorted(p.parent for p in TOOLS_DIR.glob("*/adapter.py"))
+SHARED = sorted((TOOLS_DIR / "_docker").glob("*.Dockerfile"))
+STAGED = [folder for folder in FOLDERS if "INSTALLED" in docker_build(folder).args]   # installed in a build stage
+
+
+def build_args(dockerfile: Path) -> set[str]:
+    return set(re.findall(r"^ARG (\w+)", dockerfile.read_text(), re.MULTILINE))
+
+
+def tool_folder(parent: Path, name: str, manifest: str, dockerfile: str | None = None) -> Path:
+    folder = parent / name
+    folder.mkdir()
+    (folder / "tool.toml").write_text(manifest)
+    if dockerfile is not None:
+        (folder / "Dockerfile").write_text(dockerfile)
+    return folder
+
+
+@pytest.mark.parametrize("folder", FOLDERS, ids=lambda p: p.name)
+def test_every_tool_resolves_to_a_dockerfile_that_takes_its_build_args(folder: Path):
+    build = docker_build(folder)
+    dockerfile = TOOLS_DIR / build.dockerfile
+    assert dockerfile.is_file(), f"{folder.name}: {dockerfile} does not exist"
+    assert set(build.args) <= build_args(dockerfile), f"{dockerfile} does not declare every build arg {build.args}"
+    assert build.args["TOOL"] == folder.name
+
+
+@pytest.mark.parametrize("folder", STAGED, ids=lambda p: p.name)
+def test_a_build_stage_copies_what_the_adapter_runs(folder: Path):
+    manifest, installed = read_manifest(folder), docker_build(folder).args["INSTALLED"]
+    ran = manifest.get("home") or manifest["binary"]
+    assert Path(ran).is_relative_to(installed), (ran, installed)
+
+
+def test_every_install_kind_has_a_shared_dockerfile_and_its_toolchain_script():
+    assert {TOOLS_DIR / "_docker" / f"{name}.Dockerfile" for name in KIND_DOCKERFILES.values()} == set(SHARED)
+    assert all((TOOLS_DIR / "_lib" / script).is_file() for script in KIND_TOOLCHAINS.values())
+    kinds = {read_manifest(folder)["kind"] for folder in FOLDERS}
+    assert kinds <= set(KIND_DOCKERFILES), kinds - set(KIND_DOCKERFILES)
+
+
+@pytest.mark.parametrize("dockerfile", SHARED, ids=lambda p: p.name)
+def test_compose_passes_every_build_arg_of_the_shared_dockerfiles(dockerfile: Path):
+    compose = (DOCKER_DIR / "compose.yaml").read_text()
+    for arg in build_args(dockerfile):
+        assert f"{arg}: ${{LTH_{arg}:-" in compose, f"compose.yaml does not pass {dockerfile.name}'s ARG {arg}"
+
+
+def test_the_build_args_are_the_manifests(tmp_path: Path):
+    java = tool_folder(tmp_path, "javatool", 'kind = "maven"\nbinary = "java"\nhome = "/opt/lth/javatool"\n'
+                                             'runtime_packages = "openjdk-17-jre-headless ca-certificates"\n')
+    gotool = tool_folder(tmp_path, "gotool", 'kind = "go"\nbinary = "/opt/lth/bin/gotool"\n')
+    placed = tool_folder(tmp_path, "placed", 'kind = "npm"\nbinary = "/opt/x/bin/node"\nhome = "/opt/x"\n'
+                                             'installed = "/opt/x/dist"\n')
+    debian = tool_folder(tmp_path, "debtool", 'kind = "apt"\nbinary = "debtool"\n')
+    assert docker_build(java).args == {"TOOL": "javatool", "RUNTIME_PACKAGES": "openjdk-17-jre-headless ca-certificates",
+                                       "INSTALLED": "/opt/lth/javatool", "TOOLCHAIN": ""}
+    assert docker_build(gotool).args == {"TOOL": "gotool", "RUNTIME_PACKAGES": "", "INSTALLED": "/opt/lth/bin",
+                                         "TOOLCHAIN": KIND_TOOLCHAINS["go"]}
+    assert docker_build(placed).args["INSTALLED"] == "/opt/x/dist"
+    assert docker_build(debian).args == {"TOOL": "debtool", "RUNTIME_PACKAGES": ""}
+    assert docker_build(debian).dockerfile == f"_docker/{KIND_DOCKERFILES['apt']}.Dockerfile"
+
+
+def test_a_tool_with_its_own_dockerfile_uses_it(tmp_path: Path):
+    own = tool_folder(tmp_path, "own", 'kind = "go"\nbinary = "/opt/lth/bin/own"\n', dockerfile="FROM scratch\n")
+    assert docker_build(own).dockerfile == "own/Dockerfile"
+
+
+def test_no_dockerfile_and_no_shared_one_says_what_to_do(tmp_path: Path):
+    odd = tool_folder(tmp_path, "odd", 'kind = "brew"\nbinary = "odd"\n')
+    with pytest.raises(HarnessError, match="odd: no Dockerfile, and install kind 'brew' has no shared one"):
+        docker_build(odd)
+    nowhere = tool_folder(tmp_path, "nowhere", 'kind = "cargo"\nbinary = "nowhere"\n')
+    with pytest.raises(HarnessError, match="set `installed`"):
+        docker_build(nowhere)
+
+
+def test_the_runtime_builds_with_the_tools_dockerfile_and_args(monkeypatch: pytest.MonkeyPatch):
+    calls: list[dict[str, str]] = []
+
+    def compose(argv: list[str], **kwargs) -> subprocess.CompletedProcess:
+        calls.append(kwargs["env"])
+        return subprocess.CompletedProcess(argv, 0, "", "")
+
+    monkeypatch.setattr("harness.runtimes.docker.run", compose)
+    runtime = DockerRuntime()
+    runtime._compose_cmd = ["docker-compose"]
+    folder = STAGED[0]
+    assert runtime._build("generator", folder) is None
+    build = docker_build(folder)
+    assert calls[0]["LTH_DOCKERFILE"] == build.dockerfile
+    assert {arg: calls[0][f"LTH_{arg}"] for arg in build.args} == build.args
+
+
+def test_a_tool_without_a_dockerfile_is_a_problem_not_a_crash(tmp_path: Path):
+    odd = tool_folder(tmp_path, "odd", 'kind = "brew"\nbinary = "odd"\n')
+    assert "no Dockerfile" in DockerRuntime()._build("generator", odd)
