@@ -1,5 +1,5 @@
 # Sourced by every tools/<id>/install.sh, on the host (scripts/deps.sh) and in the tool's Docker
-# image (its Dockerfile runs the same install.sh), so both install one recipe.
+# image (its Dockerfile, tools/_docker/, runs the same install.sh), so both install one recipe.
 # Sets TOOL_DIR (the tool's folder), TOOL (its id) and LTH_LIB (this folder); defines manifest_get and
 # apt_install. The per-kind recipes (go.sh, cargo.sh, npm.sh, maven.sh) are sourced on demand.
 TOOL_DIR="$(cd "$(dirname "${BASH_SOURCE[1]}")" && pwd)"

@@ -3,8 +3,8 @@
 # from the Go module proxy: module golang.org/toolchain, the same archive `GOTOOLCHAIN=<version>`
 # downloads. No go.dev download, no Debian golang (bookworm's 1.19 is too old for these tools).
 # The archive is checked against its go.sum hash (h1:..., as recorded in sum.golang.org).
-# Shared by the Go-built tools (hey, vegeta, bombardier, k6): their Dockerfiles run it in an
-# identical first layer, so Docker's build cache fetches the toolchain once.
+# Shared by the Go-built tools (hey, vegeta, bombardier, k6): their image (tools/_docker/build-stage.Dockerfile,
+# TOOLCHAIN) runs it in a layer the same for each, so Docker's build cache fetches the toolchain once.
 set -eu
 GO_VERSION=go1.26.8
 ROOT=/opt/lth/go/$GO_VERSION
