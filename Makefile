@@ -50,7 +50,7 @@ bench-quick: SCENARIOS = scenarios/quick.yaml
 bench-quick: deps
 	$(PY) -m harness run $(RUN_ARGS); $(REPORT_AFTER)
 
-# bench-quick across "machines" made on this one for the run (harness/testhost.py: sshd in network
+# bench-quick across "machines" made on this one for the run (harness/lab.py: sshd in network
 # namespaces on one bridge): the tools on LAB_GENERATORS test hosts, Nginx on another (README: Two machines).
 # LAB_RUNTIME=docker: every test host gets its own Docker engine; Nginx and the tools run in containers there.
 LAB_GENERATORS ?= 1
@@ -59,7 +59,7 @@ bench-lab: SCENARIOS = scenarios/quick.yaml
 bench-lab: RUNTIME = $(LAB_RUNTIME)
 bench-lab:
 	NEED_DOCKER=$(if $(filter docker,$(LAB_RUNTIME)),1,0) NEED_SSHD=1 scripts/deps.sh $(TOOLS)
-	$(PY) -m harness.testhost --generators $(LAB_GENERATORS) $(if $(filter docker,$(LAB_RUNTIME)),--docker) \
+	$(PY) -m harness.lab --generators $(LAB_GENERATORS) $(if $(filter docker,$(LAB_RUNTIME)),--docker) \
 	  -- $(RUN_ARGS); $(REPORT_AFTER)
 
 # RESULTS="results/A results/B" overlays several results folders (two machines, host vs docker...).

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Iterator
 
 from harness import PREFIX
-from harness.cleanup import signals_deferred
+from harness.processes import signals_deferred
 from harness.processes import end_process
 from harness.runtimes.base import Session
 from harness.target import Target

@@ -10,36 +10,13 @@ processes writing an ``lth-capture.pcap`` (--capture); also a test's second host
 from __future__ import annotations
 
 import shutil
-import signal
 import tempfile
-import threading
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 import psutil
 
 from harness import PREFIX
-from harness.runtimes.base import run
-
-
-@contextmanager
-def signals_deferred() -> Iterator[None]:
-    """Run a cleanup block to its end even if Ctrl-C (or SIGTERM) arrives again meanwhile;
-    the interrupt is raised once the block is done."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    received: list[int] = []
-    previous = {sig: signal.signal(sig, lambda signum, _frame: received.append(signum))
-                for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-        if received:
-            raise KeyboardInterrupt
+from harness.processes import run
 
 
 def _harness_processes() -> list[psutil.Process]:
@@ -48,7 +25,7 @@ def _harness_processes() -> list[psutil.Process]:
         cmdline = " ".join(proc.info["cmdline"] or [])
         if "/opt/lth/bin/toxiproxy-server" in cmdline or f"/tmp/{PREFIX}-target-" in cmdline \
                 or f"{PREFIX}-capture.pcap" in cmdline \
-                or f"/tmp/{PREFIX}-testhost-" in cmdline:   # sshd of a test's second host (harness/testhost.py)
+                or f"/tmp/{PREFIX}-testhost-" in cmdline:   # sshd of a test's second host (harness/lab.py)
             found.append(proc)
     return found
 

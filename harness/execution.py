@@ -1,41 +1,17 @@
 """Running one tool process: start it, sample it, stop it at its deadline."""
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
 import threading
 import time
 from contextlib import nullcontext
 from pathlib import Path
 
-from harness.cleanup import signals_deferred
+from harness.processes import signals_deferred
 from harness.row.record import SAMPLES, STDERR, STDOUT, Execution, save_execution
 from harness.runtimes.base import Session
 from harness.sampling import PidSource
 FIRST_FRAME_TIMEOUT_S = 15.0
-
-
-def signal_pids(pids: set[int], sig: int) -> None:
-    """Send ``sig`` to every pid; a process already gone is skipped."""
-    for pid in pids:
-        try:
-            os.kill(pid, sig)
-        except ProcessLookupError:
-            pass
-
-
-def stop_tool(proc: subprocess.Popen, pids: set[int]) -> None:
-    """SIGTERM the tool's processes, then SIGKILL whatever is left after 5 s."""
-    signal_pids(pids, signal.SIGTERM)
-    try:
-        proc.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        pass
-    signal_pids(pids, signal.SIGKILL)
-    if proc.poll() is None:
-        proc.kill()
-        proc.wait(timeout=10)
 
 
 def execute(session: Session, argv: list[str], run_dir: Path, timeout_s: float,

@@ -15,7 +15,7 @@ from harness.results import ResultsFolder
 from harness.ssh import parse_ssh_url
 
 if TYPE_CHECKING:
-    from harness.runner import Plan
+    from harness.plan import Plan
     from harness.runtimes import Runtime
 
 MIN_FREE_DISK_GB = 1.0

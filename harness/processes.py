@@ -1,9 +1,21 @@
-"""Ending a child process: ask, wait, then SIGKILL, so a child that ignores the request never hangs
-the harness (one place for the terminate / wait / kill sequence)."""
+"""Process control, in one place: running a short helper command, signalling and ending a child
+(ask, wait, then SIGKILL, so a child that ignores the request never hangs the harness), and
+cleanup blocks that a second Ctrl-C cannot cut short.
+
+What the harness leaves behind when it is killed is swept by harness/cleanup.py (clean-state)."""
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
+import threading
+from contextlib import contextmanager
+from typing import Iterator
+
+
+def run(argv: list[str], check: bool = True, timeout: float | None = 120, **kwargs) -> subprocess.CompletedProcess:
+    """Run a short helper command, capturing its output as text."""
+    return subprocess.run(argv, check=check, timeout=timeout, capture_output=True, text=True, **kwargs)
 
 
 def end_process(proc: subprocess.Popen, signum: int | None = signal.SIGTERM, grace_s: float = 10.0) -> None:
@@ -16,3 +28,44 @@ def end_process(proc: subprocess.Popen, signum: int | None = signal.SIGTERM, gra
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait(timeout=grace_s)
+
+
+def signal_pids(pids: set[int], sig: int) -> None:
+    """Send ``sig`` to every pid; a process already gone is skipped."""
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
+
+
+def stop_tool(proc: subprocess.Popen, pids: set[int]) -> None:
+    """SIGTERM the tool's processes, then SIGKILL whatever is left after 5 s."""
+    signal_pids(pids, signal.SIGTERM)
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        pass
+    signal_pids(pids, signal.SIGKILL)
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+@contextmanager
+def signals_deferred() -> Iterator[None]:
+    """Run a cleanup block to its end even if Ctrl-C (or SIGTERM) arrives again meanwhile;
+    the interrupt is raised once the block is done."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received: list[int] = []
+    previous = {sig: signal.signal(sig, lambda signum, _frame: received.append(signum))
+                for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        if received:
+            raise KeyboardInterrupt

@@ -11,7 +11,7 @@ import signal
 import time
 import traceback
 from contextlib import ExitStack
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -21,8 +21,9 @@ from rich.console import Console
 from harness import PREFIX, environment, openmodel, preflight, stall
 from harness.adapter import RunSpec, ToolAdapter
 from harness.capture import MISSING, Capture, tcpdump_missing
-from harness.cpus import CpuSplit, choose_split
+
 from harness.errors import HarnessError
+from harness.plan import Plan
 from harness.execution import execute, execute_together, split_evenly
 from harness.rederive import derive_stored
 from harness.results import ResultsFolder, RunRow
@@ -38,35 +39,6 @@ LOCK_FILE = Path(f"/tmp/{PREFIX}.lock")
 SETUP_ESTIMATE_S = 5.0   # per-run overhead assumed for the ETA until one run has been timed
 BASELINE_S = 3           # the 1-VU run whose memory mem_per_vu_kb subtracts
 PART_DIR = "generator-{index}"   # a part's folder when several generators share a run
-
-
-@dataclass(frozen=True)
-class Plan:
-    runtime: str
-    tools: list[ToolAdapter]
-    scenarios: list[Scenario]
-    results_root: Path
-    shaper: str = "auto"          # auto | netem | toxiproxy
-    resume: Path | None = None    # an existing results folder: skip the runs it finished
-    force: bool = False           # with resume: redo finished runs too
-    grace_s: float | None = None  # hang detection: seconds past the duration (default max(30, 50%))
-    allow_external_target: bool = False
-    target_host: str | None = None  # ssh://[user@]host[:port]: Nginx on another machine (harness/runtimes/remote.py)
-    generator_hosts: tuple[str, ...] = ()   # ssh:// URLs: the tools run there (harness/runtimes/generator.py)
-    repeat: int = 1               # repetitions, interleaved: every tool once, then every tool again
-    capture: bool = False         # record the tool's packets with tcpdump: wire_* columns
-    keep_pcap: bool = False       # with capture: keep each run's pcap next to its output
-    split: CpuSplit = field(default_factory=choose_split)   # target and tool CPU sets (harness/cpus.py)
-
-    def __post_init__(self) -> None:
-        for name in ("results_root", "resume"):
-            path = getattr(self, name)
-            if path is not None and not path.is_absolute():   # tools in containers/on other hosts would miss it
-                raise ValueError(f"Plan.{name} must be absolute (resolve it where it enters), got {path}")
-
-    @property
-    def runs(self) -> list[tuple[Scenario, ToolAdapter, int]]:
-        return [(s, t, r) for r in range(1, self.repeat + 1) for s in self.scenarios for t in self.tools]
 
 
 def grace_s(duration_s: int, override: float | None = None) -> float:

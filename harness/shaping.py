@@ -9,7 +9,6 @@ costs CPU of its own and saturates around 10-15k RPS on two cores (see README).
 """
 from __future__ import annotations
 
-import http.client
 import json
 import subprocess
 import time
@@ -21,10 +20,10 @@ from typing import Callable, Iterator
 import psutil
 
 from harness import PREFIX
-from harness.cleanup import signals_deferred
 from harness.errors import HarnessError
+from harness.processes import run, signals_deferred
 from harness.row import rtt_ok
-from harness.runtimes.base import Session, run
+from harness.runtimes.base import Session
 from harness.target import Target
 
 SHAPERS = ("auto", "netem", "toxiproxy")
@@ -113,21 +112,6 @@ def shaped(session: Session, kind: str, rtt_ms: float, vus: int, log_dir: Path) 
             yield target
     else:
         raise HarnessError(f"unknown shaper {kind!r}")
-
-
-def call_api(host: str, port: int, method: str, path: str, body: dict | None = None) -> dict:
-    """One Toxiproxy API call over HTTP from here."""
-    conn = http.client.HTTPConnection(host, port, timeout=5)
-    try:
-        conn.request(method, path, body=json.dumps(body) if body else None,
-                     headers={"Content-Type": "application/json"})
-        response = conn.getresponse()
-        data = response.read()
-        if response.status >= 300:
-            raise HarnessError(f"toxiproxy API {method} {path} returned {response.status}: {data[:200]!r}")
-        return json.loads(data) if data else {}
-    finally:
-        conn.close()
 
 
 @contextmanager

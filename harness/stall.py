@@ -18,8 +18,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from harness.cleanup import signals_deferred
-from harness.execution import signal_pids
+from harness.processes import signal_pids, signals_deferred
 from harness.row.stall import StallRecord
 
 METHOD = ("SIGSTOP/SIGCONT of every Nginx process (host: nginx in netns lth-target; docker: the target container; "

@@ -62,7 +62,7 @@ if [ "$NEED_DOCKER" = 1 ] && ! docker compose version >/dev/null 2>&1; then
   command -v docker-compose >/dev/null || apt_install docker-compose
 fi
 
-# The two-machine tests make a second host on this machine with its own sshd (harness/testhost.py);
+# The two-machine tests make a second host on this machine with its own sshd (harness/lab.py);
 # sshd is only ever started by those tests (own config and keys; on a systemd machine Debian's
 # package also enables the ssh service: `systemctl disable --now ssh` if unwanted).
 [ "${NEED_SSHD:-0}" = 1 ] && apt_install openssh-server openssh-client

@@ -176,6 +176,19 @@ def bench_quick(tmp_path_factory) -> Callable[[str], TypedRun]:
     return run
 
 
+def assert_rederives(folder: Path, scratch: Path) -> None:
+    """`python -m harness rederive` on a copy of ``folder`` gives its runs.csv again, column by column."""
+    copy = scratch / f"rederived-{folder.name}"
+    shutil.copytree(folder, copy, symlinks=True)
+    result = harness("rederive", str(copy), timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    stored, again = (list(csv.DictReader((f / "runs.csv").open())) for f in (folder, copy))
+    assert len(again) == len(stored)
+    differing = [f"{s['scenario']} {s['tool']} {column}: stored {s[column]!r}, re-derived {a[column]!r}"
+                 for s, a in zip(stored, again) for column in s if s[column] != a.get(column)]
+    assert differing == []
+
+
 # --- captured tool outputs (tests/fixtures/<tool>/<case>/) --------------------------------------------------
 def cases(tool: str, prefix: str = "") -> list[str]:
     """The captured runs of ``tool`` (folder names starting with ``prefix``)."""

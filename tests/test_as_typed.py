@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import selected_tools
+from conftest import assert_rederives, selected_tools
 from harness import REPO_ROOT, registry, scenarios
 
 pytestmark = pytest.mark.e2e
@@ -49,3 +49,11 @@ def test_bench_quick_leaves_its_results_and_report_inside_the_clone(bench_quick,
         command = json.loads(meta_file.read_text()).get("command") or []
         paths = [a for a in command if "results/" in a]
         assert all(Path(a.split("=")[-1]).is_absolute() for a in paths), (meta_file, paths)
+
+
+@pytest.mark.parametrize("runtime", ["docker", "host"])
+def test_bench_quick_results_rederive_to_the_same_rows(bench_quick, runtime, tmp_path):
+    """Every tool's stored raw files (harness/row) derive the rows runs.csv holds, in both runtimes."""
+    typed = bench_quick(runtime)
+    assert typed.folder is not None, typed.output
+    assert_rederives(typed.folder, tmp_path)

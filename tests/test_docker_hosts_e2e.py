@@ -1,5 +1,5 @@
 """The Docker runtime across machines: three test hosts on one LAN, each with its own Docker engine
-(harness/testhost.py lab(docker=True)). The images built here are copied to the engines that need
+(harness/lab.py lab(docker=True)). The images built here are copied to the engines that need
 them; Nginx and the tools run in containers there. Nothing may remain on any engine or host."""
 import csv
 import json
@@ -14,7 +14,7 @@ import pytest
 from conftest import REPO, harness, require_root_tools
 from harness.runtimes.docker import docker_available
 from harness.ssh import SSH_CONFIG_ENV, parse_ssh_url
-from harness.testhost import lab, missing
+from harness.lab import lab, missing
 
 SCENARIO = "scenarios/shootout.yaml:vu20-rtt0.1"
 pytestmark = [pytest.mark.e2e, pytest.mark.tools("wrk", "oha")]   # and bombardier for the stall test

@@ -1,5 +1,5 @@
 """Generator and target on two other machines (--generator-host, --target-host): three test hosts
-on one LAN (harness/testhost.py lab: sshd in namespaces behind a bridge). The tools run in the
+on one LAN (harness/lab.py lab: sshd in namespaces behind a bridge). The tools run in the
 generator hosts' namespaces, started over ssh; their files come back here. Nothing may remain on
 any side afterwards."""
 import csv
@@ -14,9 +14,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from conftest import REPO, harness, require_root_tools
+from conftest import REPO, assert_rederives, harness, require_root_tools
 from harness.ssh import SSH_CONFIG_ENV
-from harness.testhost import lab, missing
+from harness.lab import lab, missing
 
 SCENARIO = "scenarios/shootout.yaml:vu20-rtt0.1"
 TOOLS = ("wrk", "ab", "k6", "jmeter", "oha")
@@ -105,6 +105,7 @@ def test_two_generators_make_one_merged_row(tmp_path, hosts):
         assert histogram.is_file()
     assert not list((tmp_path / "latest").rglob("oha.db"))        # read into the histogram, then removed
     assert found["ab"]["lat_p50_ms"] == "" and "percentiles stay empty" in found["ab"]["notes"]
+    assert_rederives((tmp_path / "latest").resolve(), tmp_path)     # the merge, from the parts' raw files
 
 
 def test_two_generators_shape_with_a_proxy_each(tmp_path, hosts):

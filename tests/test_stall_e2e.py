@@ -9,7 +9,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from conftest import REPO, harness, require_root_tools
+from conftest import REPO, assert_rederives, harness, require_root_tools
 from harness.row.stall import expected
 
 pytestmark = pytest.mark.e2e
@@ -59,6 +59,7 @@ def test_a_us_tool_sees_the_whole_stall_and_a_closed_tool_gets_an_unsupported_ro
     assert unsupported["error"].startswith("open model not supported: closed model only")
     assert unsupported["rps"] == "" and unsupported["rate_target_rps"] == "500"
     assert not _target_processes(), "nginx outlived the run"
+    assert_rederives((tmp_path / "results" / "latest").resolve(), tmp_path)   # the stall, from its record
 
 
 @pytest.mark.tools("bombardier")

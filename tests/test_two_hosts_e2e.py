@@ -1,4 +1,4 @@
-"""Two machines end to end (--target-host): Nginx on the tests' second host (harness/testhost.py:
+"""Two machines end to end (--target-host): Nginx on the tests' second host (harness/lab.py:
 sshd in its own namespace, behind a veth), started over ssh; the tools run here and load it over
 the veth. Nothing may remain on either side afterwards."""
 import csv
@@ -15,7 +15,7 @@ import pytest
 
 from conftest import REPO, harness, require_root_tools
 from harness.ssh import SSH_CONFIG_ENV
-from harness.testhost import REMOTE_IP, missing, second_host
+from harness.lab import REMOTE_IP, missing, second_host
 
 SCENARIO = "scenarios/shootout.yaml:vu20-rtt0.1"
 TOOLS = ("wrk", "ab", "k6", "jmeter")
@@ -117,7 +117,8 @@ def test_sigint_stops_and_removes_the_remote_nginx(tmp_path, other_host):
 
 
 def test_clean_state_removes_what_a_killed_harness_left_on_the_other_host(other_host):
-    from harness.runtimes.remote import RemoteNginx, clean_remote
+    from harness.runtimes.remote import clean_remote
+    from harness.runtimes.remote_nginx import RemoteNginx
     RemoteNginx(other_host.ssh()).start()          # as a harness killed with -9 leaves it
     assert target_leftovers()
     removed = clean_remote(other_host.url)

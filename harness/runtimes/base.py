@@ -1,4 +1,5 @@
-"""What a runtime offers the runner: a target, and a way to start a tool and find its processes."""
+"""What a runtime offers the runner: a target, and a way to start a tool and find its processes.
+(``run`` is re-exported from harness/processes.py for the runtimes.)"""
 from __future__ import annotations
 
 import subprocess
@@ -10,18 +11,14 @@ from typing import IO, TYPE_CHECKING, Iterator
 
 from harness.adapter import ToolAdapter
 from harness.cpus import NO_SPLIT, CpuSplit
-from harness.processes import end_process
+from harness.processes import end_process, run, stop_tool
+from harness.proxy_api import call_api
 from harness.sampling import MemoryCheck, PidSource, TopSampler, only_named, vmrss_mb
 from harness.target import Target
 
 if TYPE_CHECKING:
     from harness.scenarios import Scenario
     from harness.stall import RemoteFreeze
-
-
-def run(argv: list[str], check: bool = True, timeout: float | None = 120, **kwargs) -> subprocess.CompletedProcess:
-    """Run a short helper command, capturing its output as text."""
-    return subprocess.run(argv, check=check, timeout=timeout, capture_output=True, text=True, **kwargs)
 
 
 @contextmanager
@@ -88,7 +85,6 @@ class Session(ABC):
 
     def proxy_api(self, host: str, port: int, method: str, path: str, body: dict | None = None) -> dict:
         """One call to the proxy's HTTP API (listening on ``host``:``port`` where the proxy runs)."""
-        from harness.shaping import call_api
         return call_api(host, port, method, path, body)
 
     def verify(self, target: Target) -> None:
@@ -102,7 +98,6 @@ class Session(ABC):
 
     def stop(self, proc: subprocess.Popen, pids: set[int]) -> None:
         """SIGTERM the tool's processes, then SIGKILL whatever is left after 5 s."""
-        from harness.execution import stop_tool
         stop_tool(proc, pids)
 
     def finish(self, proc: subprocess.Popen) -> None:

@@ -18,7 +18,7 @@ from harness import DOCKER_DIR, PREFIX, TOOLS_DIR
 from harness.adapter import DockerBuild, ToolAdapter, docker_build
 from harness.cpus import CpuSplit, format_cpus
 from harness.errors import HarnessError
-from harness.cleanup import signals_deferred
+from harness.processes import signals_deferred
 from harness.runtimes.base import Runtime, Session, run
 from harness.sampling import PidSource
 from harness.target import Target

@@ -24,26 +24,23 @@ import tarfile
 import threading
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Iterator
+from typing import IO, Iterator
 
 from harness import PREFIX, REPO_ROOT
 from harness.adapter import ToolAdapter
-from harness.cleanup import signals_deferred
+from harness.processes import end_process, signals_deferred
 from harness.cpus import CpuSplit
 from harness.errors import HarnessError
-from harness.processes import end_process
 from harness.runtimes.base import Session
 from harness.sampling import MemoryCheck, PidSource, TopSampler
+from harness.runtimes.remote_nginx import TOP, RemoteNginx
 from harness.ssh import SshHost
 from harness.target import Target
 
-if TYPE_CHECKING:
-    from harness.runtimes.remote import RemoteNginx
 
 READY_TIMEOUT_S = 30.0
 BUNDLE_SKIP = {"prebuilt", "node_modules", "__pycache__", "target", ".cache"}
 PROBE = Path("harness/rtt_probe.py")
-TOP = "LC_ALL=C TERM=dumb exec top -b -d {interval} -w 512 -e k -1"
 # Every line "pid ppid rss_kib name", then a "." line: one snapshot, twice a second, until the
 # ssh session ends (the shell dies writing to the closed channel).
 PS_LOOP = "while :; do ps -e -o pid=,ppid=,rss=,comm=; echo .; sleep 0.5; done"
@@ -202,7 +199,7 @@ class GeneratorHost:
             self._started = False
 
     def session(self, adapter: ToolAdapter | None, target: Target, split: CpuSplit, barrier: threading.Barrier | None,
-                nginx: "RemoteNginx | None", target_cores: int | None) -> "RemoteGeneratorSession":
+                nginx: RemoteNginx | None, target_cores: int | None) -> "RemoteGeneratorSession":
         """A place to run ``adapter`` here for one run (None: the RTT probe only)."""
         return RemoteGeneratorSession(target, split, self, barrier, nginx, target_cores)
 
@@ -219,7 +216,7 @@ class RemoteGeneratorSession(Session):
     memory_check_name = "ps RSS on the generator host"
 
     def __init__(self, target: Target, split: CpuSplit, generator: GeneratorHost,
-                 barrier: threading.Barrier | None = None, nginx: "RemoteNginx | None" = None,
+                 barrier: threading.Barrier | None = None, nginx: RemoteNginx | None = None,
                  target_cores: int | None = None):
         """``nginx``: the target, whose log this session keeps and whose CPU it samples (None: another
         generator's session of the same run does)."""

@@ -21,8 +21,7 @@ from harness import PREFIX
 from harness.adapter import ToolAdapter
 from harness.cpus import CpuSplit
 from harness.errors import HarnessError
-from harness.processes import end_process
-from harness.cleanup import signals_deferred
+from harness.processes import end_process, signals_deferred
 from harness.runtimes.base import Runtime, Session, run, undone_on_error
 from harness.sampling import PidSource
 from harness.target import Target, stage

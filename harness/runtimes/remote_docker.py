@@ -30,7 +30,8 @@ from harness.runtimes.base import Session, run
 from harness.runtimes.docker import TARGET_IMAGE, DockerRuntime, InContainer, tool_image
 from harness.runtimes.generator import LABEL, GeneratorHost, RemoteGeneratorSession
 from harness.runtimes.host import local_problems
-from harness.runtimes.remote import RemoteNginx, RemoteTargetRuntime, RemoteTargetSession, route_device
+from harness.runtimes.remote import RemoteTargetRuntime, RemoteTargetSession, route_device
+from harness.runtimes.remote_nginx import RemoteNginx
 from harness.ssh import SshHost
 from harness.target import Target
 

@@ -5,7 +5,7 @@
     ratio of median RPS (should be >= 0.98).
 (b) Docker vs host RPS ratio for wrk and ab, interleaved rounds, medians.
 
-Usage (root, from the repository root): .venv/bin/python -m analysis.overhead_check [--duration 10] [--rounds 3]
+Usage (root, from the repository root): .venv/bin/python -m harness.overhead_check [--duration 10] [--rounds 3]
 Writes a results folder (runtime "overhead") with every harness row and overhead.json.
 """
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Other "machines" on this one, for testing the two-host paths end to end: each is a network
+"""Lab hosts, a feature (`make bench-lab`, and the two-host tests): other "machines" on this one, to
+run the two-host paths end to end: each is a network
 namespace running Debian's sshd with a throw-away host key and a per-session client key, and all
 of them, with this machine, sit on one LAN: a bridge in a namespace of its own (the "switch"), so
 the generator and the target reach each other directly, not through this machine. The
@@ -33,10 +34,8 @@ from pathlib import Path
 from typing import IO, Iterator
 
 from harness import PREFIX
-from harness.cleanup import signals_deferred
+from harness.processes import run, signal_pids, signals_deferred
 from harness.errors import HarnessError
-from harness.execution import signal_pids
-from harness.runtimes.base import run
 from harness.ssh import SshHost
 
 # 198.18.0.0/30 is the host runtime's veth, 198.18.1.0/24 the Docker runtime's network.
@@ -280,11 +279,11 @@ def second_host() -> Iterator[TestHost]:
 
 
 def main(argv: list[str]) -> int:
-    """``python -m harness.testhost --generators N [--docker] -- RUN ARGS``: `harness run RUN ARGS` with
+    """``python -m harness.lab --generators N [--docker] -- RUN ARGS``: `harness run RUN ARGS` with
     the tools on N test hosts and Nginx on one more, all made here for the run (make bench-lab)."""
     import argparse
     import sys
-    parser = argparse.ArgumentParser(prog="harness.testhost")
+    parser = argparse.ArgumentParser(prog="harness.lab")
     parser.add_argument("--generators", type=int, default=1, choices=range(1, MAX_HOSTS))
     parser.add_argument("--docker", action="store_true", help="give every test host its own Docker engine")
     parser.add_argument("run_args", nargs=argparse.REMAINDER)

@@ -1,4 +1,4 @@
-"""The tests' second host (harness/testhost.py): a real sshd in its own namespace, reached over a
+"""The tests' second host (harness/lab.py): a real sshd in its own namespace, reached over a
 veth, gone without a trace afterwards, also when the block fails."""
 import subprocess
 from pathlib import Path
@@ -6,7 +6,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from harness.testhost import LOCAL_IP, REMOTE_IP, missing, second_host
+from harness.lab import LOCAL_IP, REMOTE_IP, missing, second_host
 
 pytestmark = pytest.mark.e2e
 
