@@ -33,7 +33,7 @@ RUN_ARGS = --tools $(TOOLS) --scenarios $(SCENARIOS) --runtime $(RUNTIME) --shap
            $(if $(CAPTURE),--capture) $(if $(TARGET_HOST),--target-host $(TARGET_HOST)) \
            $(if $(GENERATOR_HOST),--generator-host $(GENERATOR_HOST))
 
-.PHONY: deps bench-all bench-quick bench-lab test test-unit test-e2e list-tools clean-state report
+.PHONY: deps bench-all bench-quick bench-lab test test-unit test-e2e list-tools clean-state report rederive
 
 deps:
 	NEED_DOCKER=$(if $(filter host,$(RUNTIME)),0,1) scripts/deps.sh $(TOOLS)

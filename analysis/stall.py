@@ -1,6 +1,6 @@
 """The coordinated-omission test in the report (issue 13): what each tool saw of the stall.
 
-Rows of stall scenarios only. The expected figures come from runs.csv (harness/stall.py computes
+Rows of stall scenarios only. The expected figures come from runs.csv (harness/row/stall.py computes
 them from the rate, the stall as it happened and the measured RTT).
 """
 from __future__ import annotations
@@ -17,7 +17,7 @@ import pandas as pd  # noqa: E402
 
 EXPLANATION = (
     "The target (every Nginx process) was frozen with SIGSTOP for stall_ms, stall_at_s after the tool's launch, "
-    "then resumed with SIGCONT. Expected figures (harness/stall.py): requests intended at k / rate; one intended at "
+    "then resumed with SIGCONT. Expected figures (harness/row/stall.py): requests intended at k / rate; one intended at "
     "t during the stall waits stall_end - t, then one RTT (the measured RTT); every other one takes one RTT. So "
     "p99 = RTT + stall x (0.99 - (1 - f)) / f with f = stall / duration, max = RTT + stall, computed exactly over "
     "the discrete schedule (nearest-rank). Open-model rows use the target rate; closed-model rows the rate the tool "
@@ -77,7 +77,7 @@ def stall_chart(df: pd.DataFrame) -> plt.Figure | None:
                              squeeze=False)
     stall_ms = rows["stall_ms"].iloc[0]
     fig.suptitle(f"What each tool saw of a {stall_ms:g} ms stall: reported p99 and max vs the expected figures\n"
-                 "(expected: from the rate, the stall and the measured RTT, harness/stall.py; source: runs.csv)",
+                 "(expected: from the rate, the stall and the measured RTT, harness/row/stall.py; source: runs.csv)",
                  fontsize=10, x=0.01, ha="left")
     for scenario, ax in zip(scenarios, axes.flat):
         subset = rows[rows["scenario"] == scenario].groupby("label").median(numeric_only=True).reindex(labels)

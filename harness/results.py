@@ -69,7 +69,7 @@ class RunRow(Figures, RunSetup):
     target_saturated: bool | None = column("Nginx's CPU >= 90% of its cores over the load window")
     req_per_cpu_s: float | None = column("requests / the tool's CPU-seconds in the load window")
     mem_per_vu_kb: float | None = column("(mem_avg_mb - the tool's 1-VU memory) / VUs, KiB; empty when not above that baseline (not measurable)")
-    # Open model and the stall test (issue 13): harness/openmodel.py, harness/stall.py.
+    # Open model and the stall test (issue 13): harness/row/rate.py, harness/row/stall.py.
     rate_model: str = column("in a rate scenario: how the tool paced it (its options), or why it cannot", "")
     rate_target_rps: float | None = column("the arrival rate asked for (empty: closed model)")
     rate_achieved_rps: float | None = column("requests / the tool's measured window")

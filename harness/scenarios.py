@@ -28,7 +28,7 @@ class Scenario(BaseModel):
     vus: int = Field(gt=0, le=MAX_VUS, strict=True)
     rtt_ms: float = Field(gt=0, le=10_000)
     duration_s: int = Field(gt=0, le=MAX_DURATION_S, strict=True)
-    # Open model and the stall test (issue 13): see harness/openmodel.py and harness/stall.py.
+    # Open model and the stall test (issue 13): see harness/openmodel.py, harness/stall.py and harness/row/rate.py.
     rate_rps: int | None = Field(default=None, gt=0, le=MAX_RATE_RPS, strict=True)
     closed_model_tools: Literal["unsupported", "run"] = "unsupported"
     stall_ms: int | None = Field(default=None, gt=0, le=MAX_STALL_MS, strict=True)

@@ -176,17 +176,22 @@ def bench_quick(tmp_path_factory) -> Callable[[str], TypedRun]:
     return run
 
 
+def rederived_differences(stored_csv: Path, folder: Path) -> list[str]:
+    """Cells of ``folder``'s (re-derived) runs.csv that differ from ``stored_csv``, column by column."""
+    stored, again = (list(csv.DictReader(f.open())) for f in (stored_csv, folder / "runs.csv"))
+    if len(again) != len(stored):
+        return [f"{len(stored)} rows stored, {len(again)} re-derived"]
+    return [f"{s['scenario']} {s['tool']} {column}: stored {s[column]!r}, re-derived {a.get(column)!r}"
+            for s, a in zip(stored, again) for column in s if s[column] != a.get(column)]
+
+
 def assert_rederives(folder: Path, scratch: Path) -> None:
     """`python -m harness rederive` on a copy of ``folder`` gives its runs.csv again, column by column."""
     copy = scratch / f"rederived-{folder.name}"
     shutil.copytree(folder, copy, symlinks=True)
     result = harness("rederive", str(copy), timeout=600)
     assert result.returncode == 0, result.stdout + result.stderr
-    stored, again = (list(csv.DictReader((f / "runs.csv").open())) for f in (folder, copy))
-    assert len(again) == len(stored)
-    differing = [f"{s['scenario']} {s['tool']} {column}: stored {s[column]!r}, re-derived {a[column]!r}"
-                 for s, a in zip(stored, again) for column in s if s[column] != a.get(column)]
-    assert differing == []
+    assert rederived_differences(folder / "runs.csv", copy) == []
 
 
 # --- captured tool outputs (tests/fixtures/<tool>/<case>/) --------------------------------------------------

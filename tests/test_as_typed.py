@@ -6,11 +6,12 @@ report must be there. tests/test_tools_e2e.py checks each tool's rows of the sam
 The counts come from the registry and scenarios/quick.yaml, never from a number written here.
 """
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 
-from conftest import assert_rederives, selected_tools
+from conftest import make_as_typed, rederived_differences, selected_tools
 from harness import REPO_ROOT, registry, scenarios
 
 pytestmark = pytest.mark.e2e
@@ -52,8 +53,15 @@ def test_bench_quick_leaves_its_results_and_report_inside_the_clone(bench_quick,
 
 
 @pytest.mark.parametrize("runtime", ["docker", "host"])
-def test_bench_quick_results_rederive_to_the_same_rows(bench_quick, runtime, tmp_path):
-    """Every tool's stored raw files (harness/row) derive the rows runs.csv holds, in both runtimes."""
+def test_make_rederive_as_typed_gives_the_same_rows(bench_quick, runtime, tmp_path):
+    """`make rederive RESULTS=results/<folder>` in the clone: every tool's stored raw files (harness/row)
+    derive the rows runs.csv holds, in both runtimes."""
     typed = bench_quick(runtime)
     assert typed.folder is not None, typed.output
-    assert_rederives(typed.folder, tmp_path)
+    stored = tmp_path / "runs.csv"
+    shutil.copy(typed.folder / "runs.csv", stored)
+    clone = typed.latest.parent.parent
+    result = make_as_typed(clone, "rederive", f"RESULTS=results/{typed.folder.name}")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"re-derived {len(typed.rows)} runs" in result.stdout
+    assert rederived_differences(stored, typed.folder) == []

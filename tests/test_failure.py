@@ -13,7 +13,7 @@ CAUSES = {
     "vegeta": "2026/11/24 22:13:22 error opening results/",
     "h2load": "--log-file: Could not open file results/",
     "oha": "Error: No such file or directory (os error 2)",   # all oha says: no path
-    # k6 exits 0 without its summary file: the parse error quotes this line (runner.fill_metrics)
+    # k6 exits 0 without its summary file: the parse error quotes this line (harness/row _figures)
     "k6": 'time="2026-11-24T22:13:24Z" level=error msg="failed to handle the end-of-test summary"',
 }
 
