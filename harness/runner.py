@@ -19,7 +19,7 @@ import psutil
 from rich.console import Console
 
 from harness import PREFIX, environment, openmodel, preflight, stall
-from harness.adapter import RunSpec, ToolAdapter
+from harness.adapter import RunSpec, ToolAdapter, ToolOutput
 from harness.capture import MISSING, Capture, tcpdump_missing
 
 from harness.errors import HarnessError
@@ -27,8 +27,8 @@ from harness.plan import Plan
 from harness.execution import execute, execute_together, split_evenly
 from harness.rederive import derive_stored
 from harness.results import ResultsFolder, RunRow
-from harness.row import rtt_ok
-from harness.row.record import BASELINE_SPEC, PartRecord, RunRecord, load_execution, split_fields
+from harness.row import merge, rtt_ok
+from harness.row.record import BASELINE_SPEC, Execution, PartRecord, RunRecord, load_execution, split_fields
 from harness.runtimes import Runtime, Session, make_runtime
 from harness.scenarios import Scenario
 from harness.shaping import ShaperChoice, choose_shaper, measure_rtt, netem_available, proxy_pids, shaped
@@ -158,10 +158,22 @@ def _execute(record: RunRecord, sessions: list[Session], adapter: ToolAdapter, s
         # stub_status counts its own request: `after` includes one status request beyond `before`.
         record.server_requests = targets[0].requests_served() - before - 1
         record.stall = stalled.to_dict() if stalled is not None else None
-        for part, execution in zip(record.parts, executions):
+        for part, spec, execution in zip(record.parts, specs, executions):
             part.executed = not isinstance(execution, BaseException)
             if not part.executed:
                 part.error = f"{type(execution).__name__}: {execution}"
+            elif several and execution.exit_code == 0 and not execution.timed_out:
+                part.histogram = _store_histogram(adapter, spec, execution)
+
+
+def _store_histogram(adapter: ToolAdapter, spec: RunSpec, execution: Execution) -> dict | None:
+    """A part's latency histogram, for the merge, kept as a raw file beside its output."""
+    try:
+        histogram = adapter.latency_histogram(ToolOutput(spec, execution.stdout, execution.stderr,
+                                                         execution.exit_code or 0, execution.launched_at))
+    except Exception as exc:  # noqa: BLE001 - without it the merge keeps counts only
+        return {"error": f"{type(exc).__name__}: {exc}"}
+    return None if histogram is None else merge.write_histogram(histogram, spec.out_dir)
 
 
 def _part(session: Session, target: Target, adapter: ToolAdapter, vus: int, rate: int | None, part_folder: str,
@@ -193,7 +205,7 @@ def measure_baseline(session: Session, adapter: ToolAdapter, url: str, run_dir: 
     out_dir.mkdir(exist_ok=True)
     spec = RunSpec(url=url, vus=1, duration_s=BASELINE_S, out_dir=out_dir, cpus=session.cpus)
     (out_dir / BASELINE_SPEC).write_text(json.dumps({k: v for k, v in asdict(spec).items() if k != "out_dir"}))
-    execute(session, adapter.command(spec), out_dir, BASELINE_S + grace, adapter.sampled_process)
+    execute(session.alone(), adapter.command(spec), out_dir, BASELINE_S + grace, adapter.sampled_process)
     return str(out_dir.relative_to(results_dir))
 
 

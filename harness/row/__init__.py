@@ -41,12 +41,10 @@ class Derived:
     parts: list[tuple[Path, RunRow, dict, LatencyHistogram | None]]
 
     def write(self, run_dir: Path) -> None:
-        """meta.json in the run's folder (and each part's), and each part's latency histogram."""
+        """meta.json in the run's folder (and each part's)."""
         write_meta(run_dir, self.row, self.meta)
-        for folder, row, meta, histogram in self.parts:
+        for folder, row, meta, _ in self.parts:
             write_meta(folder, row, meta)
-            if histogram is not None:
-                merge.write_histogram(histogram, folder)
 
 
 def base_row(record: RunRecord, adapter: ToolAdapter) -> RunRow:
@@ -128,11 +126,11 @@ def _part(record: RunRecord, part: PartRecord, adapter: ToolAdapter,
     meta.update(bottleneck.fill(row, execution, meta["load_window_s"], record.cpu_split, part.memory_check_name,
                                 part.target_cores))
     histogram = None
-    if len(record.parts) > 1 and row.status == "ok":
-        try:
-            histogram = adapter.latency_histogram(output)
-        except Exception as exc:  # noqa: BLE001 - without it the merge keeps counts only
-            meta["notes"] = [*meta["notes"], f"no latency histogram: {type(exc).__name__}: {exc}"]
+    if len(record.parts) > 1 and row.status == "ok" and part.histogram:
+        if "error" in part.histogram:   # without it the merge keeps counts only
+            meta["notes"] = [*meta["notes"], f"no latency histogram: {part.histogram['error']}"]
+        else:
+            histogram = merge.read_histogram(folder, part.histogram)
     return row, meta, histogram
 
 

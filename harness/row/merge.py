@@ -19,9 +19,18 @@ from harness.stats import histogram_metrics
 HISTOGRAM_CSV = "latency-histogram.csv"
 
 
-def write_histogram(histogram: LatencyHistogram, folder: Path) -> None:
+def write_histogram(histogram: LatencyHistogram, folder: Path) -> dict:
+    """The part's latency histogram as a stored raw file (the tool's own per-request data can be
+    large and some adapters drop it once read); returns what the part's record keeps about it."""
     lines = ["latency_ms,count", *(f"{ms:.6f},{count}" for ms, count in sorted(histogram.counts.items()))]
     (folder / HISTOGRAM_CSV).write_text("\n".join(lines) + "\n")
+    return {"file": HISTOGRAM_CSV, "total": histogram.total, "source": histogram.source}
+
+
+def read_histogram(folder: Path, stored: dict) -> LatencyHistogram:
+    rows = (folder / stored["file"]).read_text().splitlines()[1:]
+    counts = {float(ms): int(count) for ms, count in (row.split(",") for row in rows)}
+    return LatencyHistogram(counts, total=stored["total"], source=stored["source"])
 
 
 def _sum(values: list) -> float | int | None:

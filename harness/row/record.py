@@ -77,6 +77,7 @@ class PartRecord:
     target_cores: int | None = None    # the target's machine's CPUs when it is another machine
     shaping: dict | None = None        # shaping.json: how the RTT was made for this part
     executed: bool = False             # execution.json exists: the tool process was started
+    histogram: dict | None = None      # several parts: the stored latency histogram (file, total, source) or its error
     error: str | None = None           # why this part did not run (an exception while starting it)
 
 
