@@ -55,6 +55,14 @@ def _facets(df: pd.DataFrame, title: str) -> tuple[plt.Figure, list[tuple[str, p
     return fig, list(zip(scenarios, axes.flat))
 
 
+def _legend_under_title(fig: plt.Figure, ax: plt.Axes, ncol: int, bottom: float = 0.0) -> None:
+    """One legend for every facet, on its own line under the title (beside it, a long title ran into it)."""
+    inches = fig.get_figheight()
+    fig.legend(*ax.get_legend_handles_labels(), loc="upper right", bbox_to_anchor=(1, 1 - 0.42 / inches),
+               fontsize=8, ncol=ncol)
+    fig.tight_layout(rect=(0, bottom, 1, 1 - 0.8 / inches))
+
+
 def _bars(ax: plt.Axes, stats: pd.DataFrame, labels: list[str], color: str = "tab:blue", offset: float = 0.0,
           height: float = 0.8, name: str | None = None) -> None:
     stats = stats.set_index("label").reindex(labels)
@@ -144,8 +152,7 @@ def latency(df: pd.DataFrame) -> plt.Figure:
         ax.set_title(f"{scenario} (RTT {rtt:g} ms)", fontsize=9)
         ax.set_xlabel("ms (log)", fontsize=8)
         _log_axis(ax)
-    fig.legend(*facets[0][1].get_legend_handles_labels(), loc="upper right", fontsize=8, ncol=5)
-    fig.tight_layout(rect=(0, 0, 1, 0.93))
+    _legend_under_title(fig, facets[0][1], ncol=5)
     return fig
 
 
@@ -217,9 +224,8 @@ def latency_accuracy(df: pd.DataFrame) -> plt.Figure | None:
         ax.set_title(f"{scenario} (RTT {subset['rtt_target_ms'].iloc[0]:g} ms)", fontsize=9)
         ax.set_xlabel("ms (log)", fontsize=8)
         _log_axis(ax)
-    fig.legend(*facets[0][1].get_legend_handles_labels(), loc="upper right", fontsize=8, ncol=4)
     fig.text(0.01, 0.005, WIRE_CAPTION, fontsize=7, color="#555")
-    fig.tight_layout(rect=(0, 0.04, 1, 0.88))
+    _legend_under_title(fig, facets[0][1], ncol=4, bottom=0.04)
     return fig
 
 
@@ -333,8 +339,7 @@ def bottleneck(df: pd.DataFrame) -> plt.Figure:
         split = "; ".join(f"tool on {t or 'all'}, Nginx on {g or 'all'}" for t, g in cpus.itertuples(index=False))
         ax.set_title(f"{scenario} ({split})", fontsize=8)
         ax.set_xlabel("% of the side's CPUs", fontsize=8)
-    fig.legend(*facets[0][1].get_legend_handles_labels(), loc="upper right", fontsize=8, ncol=2)
-    fig.tight_layout(rect=(0, 0, 1, 0.93))
+    _legend_under_title(fig, facets[0][1], ncol=2)
     return fig
 
 

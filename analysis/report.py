@@ -85,7 +85,9 @@ def _below_resolution(runs: pd.DataFrame, metric: str) -> str:
 
 
 def _number(value: float) -> str:
-    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
+    """Three significant digits below 1000, whole numbers with separators above (999.9 is "1,000", never "1e+03")."""
+    short = f"{value:.3g}"
+    return f"{value:,.0f}" if abs(value) >= 1000 or "e" in short else short
 
 
 def raw_rows(folder: Path) -> tuple[list[str], list[dict]]:

@@ -269,3 +269,8 @@ def test_an_ok_run_whose_memory_per_vu_is_not_measurable_says_so_in_its_chart():
     (ax,) = [a for a in figure.axes if a.get_visible()]
     marks = {round(t.get_position()[1]): t.get_text() for t in ax.texts if t.get_gid() == "status"}
     assert marks == {0: NOT_MEASURABLE}    # hey's row (sorted: hey, k6, wrk); k6 had no baseline: a gap
+
+
+def test_summary_numbers_never_print_in_exponent_form():
+    from analysis.report import _number
+    assert [_number(v) for v in (999.9, 999.4, 12345.6, 0.01234, 99.96)] == ["1,000", "999", "12,346", "0.0123", "100"]
