@@ -21,14 +21,13 @@ from rich.console import Console
 from harness import PREFIX, environment, openmodel, preflight, stall
 from harness.adapter import RunSpec, ToolAdapter, ToolOutput
 from harness.capture import MISSING, Capture, tcpdump_missing
-
 from harness.errors import HarnessError
-from harness.plan import Plan
 from harness.execution import execute, execute_together, split_evenly
+from harness.plan import Plan
 from harness.rederive import derive_stored
 from harness.results import ResultsFolder, RunRow
 from harness.row import merge, rtt_ok
-from harness.row.record import BASELINE_SPEC, Execution, PartRecord, RunRecord, load_execution, split_fields
+from harness.row.record import BASELINE_SPEC, Execution, PartRecord, RunRecord, split_fields
 from harness.runtimes import Runtime, Session, make_runtime
 from harness.scenarios import Scenario
 from harness.shaping import ShaperChoice, choose_shaper, measure_rtt, netem_available, proxy_pids, shaped
@@ -103,8 +102,9 @@ def run_one(runtime: Runtime, adapter: ToolAdapter, scenario: Scenario, folder: 
     capture = capture or Capture(enabled=False)
     try:
         with runtime.parts(adapter) as sessions:
-            _execute(record, sessions, adapter, scenario, run_dir, capture, allow_external_target)
-            if baselines is not None and adapter.name not in baselines and _all_exited_ok(record, run_dir):
+            executions = _execute(record, sessions, adapter, scenario, run_dir, capture, allow_external_target)
+            exited_ok = all(isinstance(e, Execution) and e.exit_code == 0 for e in executions)
+            if baselines is not None and adapter.name not in baselines and exited_ok:
                 baselines[adapter.name] = measure_baseline(sessions[0], adapter, record.parts[0].url, run_dir,
                                                            record.grace_s, folder.path)
             sessions[0].save_logs(run_dir)
@@ -118,9 +118,9 @@ def run_one(runtime: Runtime, adapter: ToolAdapter, scenario: Scenario, folder: 
 
 
 def _execute(record: RunRecord, sessions: list[Session], adapter: ToolAdapter, scenario: Scenario, run_dir: Path,
-             capture: Capture, allow_external_target: bool) -> None:
+             capture: Capture, allow_external_target: bool) -> list[Execution | BaseException]:
     """Shape, verify and probe from every generator, run the tool on all of them at once, and
-    note every fact into ``record``."""
+    note every fact into ``record``; returns each part's execution (or why it did not run)."""
     several = len(sessions) > 1
     folders = [PART_DIR.format(index=i + 1) if several else "" for i in range(len(sessions))]
     rate = openmodel.rate_for(scenario, adapter)
@@ -164,6 +164,7 @@ def _execute(record: RunRecord, sessions: list[Session], adapter: ToolAdapter, s
                 part.error = f"{type(execution).__name__}: {execution}"
             elif several and execution.exit_code == 0 and not execution.timed_out:
                 part.histogram = _store_histogram(adapter, spec, execution)
+    return executions
 
 
 def _store_histogram(adapter: ToolAdapter, spec: RunSpec, execution: Execution) -> dict | None:
@@ -191,10 +192,6 @@ def _part(session: Session, target: Target, adapter: ToolAdapter, vus: int, rate
         console.print(f"   [yellow]warning[/]: measured RTT {part.rtt_measured_ms:.2f} ms from {session.where} misses "
                       f"the target {rtt_ms} ms by more than max(10%, 0.5 ms); row flagged rtt_ok=false")
     return part
-
-
-def _all_exited_ok(record: RunRecord, run_dir: Path) -> bool:
-    return all(p.executed and load_execution(run_dir / p.folder).exit_code == 0 for p in record.parts)
 
 
 def measure_baseline(session: Session, adapter: ToolAdapter, url: str, run_dir: Path, grace: float,
