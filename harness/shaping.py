@@ -22,7 +22,6 @@ import psutil
 from harness import PREFIX
 from harness.errors import HarnessError
 from harness.processes import run, signals_deferred
-from harness.row import rtt_ok
 from harness.runtimes.base import Session
 from harness.target import Target
 
@@ -139,19 +138,19 @@ def _toxiproxy(session: Session, rtt_ms: float, log_dir: Path) -> Iterator[Targe
 
 def _calibrate(session: Session, target: Target, api: Callable[..., dict], rtt_ms: float, log_dir: Path) -> None:
     """The proxy adds a delay of its own (~1-1.5 ms here) on top of its toxic, which can put a 10 ms
-    profile outside rtt_ok. Until a probe through the proxy is within rtt_ok (at most CALIBRATION_PROBES),
-    the toxic is moved by the probe's miss rounded to whole ms (the toxic's unit); a noisy first
-    probe that overshoots is corrected by the next. The toxic that came closest is kept. The row's
-    rtt_measured_ms is probed afresh after this, so it shows what the tool really got; shaping.json
-    keeps every probe."""
+    profile outside rtt_ok. Until a probe through the proxy misses by less than 0.5 ms (at most
+    CALIBRATION_PROBES), the toxic is moved by the probe's miss rounded to whole ms (the toxic's unit);
+    a noisy first probe that overshoots is corrected by the next. The toxic that came closest is
+    kept. The row's rtt_measured_ms is probed afresh after this, so it shows what the tool really
+    got; shaping.json keeps every probe."""
     toxic, probes = round(rtt_ms), []
     for _ in range(CALIBRATION_PROBES):
         measured = measure_rtt(session, target)
         probes.append({"toxic_latency_ms": toxic, "probe_ms": round(measured, 3)})
-        if rtt_ok(measured, rtt_ms):
+        step = round(rtt_ms - measured)   # whole ms: a miss under 0.5 ms is as close as the toxic gets
+        if step == 0 or toxic + step < 0:
             break
-        step = round(rtt_ms - measured) or (1 if measured < rtt_ms else -1)
-        toxic = max(0, toxic + step)
+        toxic += step
         _set_toxic(api, toxic)
     best = min(probes, key=lambda p: abs(p["probe_ms"] - rtt_ms))
     if best["toxic_latency_ms"] != toxic:
@@ -161,7 +160,7 @@ def _calibrate(session: Session, target: Target, api: Callable[..., dict], rtt_m
         "probes": probes, "toxic_latency_ms": best["toxic_latency_ms"],
         "calibrated": best["toxic_latency_ms"] != round(rtt_ms),
         "method": "median of 30 keep-alive GETs through the proxy (harness/rtt_probe.py); toxic moved by each "
-                  "probe's miss, rounded to whole ms, until within rtt_ok; the closest kept"}, indent=1))
+                  "probe's miss, rounded to whole ms, until it misses by < 0.5 ms; the closest kept"}, indent=1))
 
 
 def _set_toxic(api: Callable[..., dict], latency_ms: int) -> None:

@@ -7,7 +7,8 @@ import pytest
 
 from conftest import harness, require_root_tools
 from harness.runtimes.docker import docker_available
-from harness.shaping import netem_available, rtt_ok
+from harness.row import rtt_ok
+from harness.shaping import netem_available
 
 pytestmark = pytest.mark.e2e
 DURATION_S = "3"

@@ -1,7 +1,8 @@
 import pytest
 
 from harness.errors import HarnessError
-from harness.shaping import choose_shaper, netem_command, netem_limit, rtt_ok
+from harness.row import rtt_ok
+from harness.shaping import choose_shaper, netem_command, netem_limit
 
 
 def test_netem_command_for_each_profile():

@@ -292,7 +292,8 @@ class RemoteGeneratorSession(Session):
 
     def stop(self, proc: subprocess.Popen, pids: set[int]) -> None:
         pids = pids | {self._roots[proc.pid]}
-        self.generator.ssh.run(STOP.format(pids=" ".join(map(str, sorted(pids)))), check=False, timeout=30)
+        # The script ends within ~10 s; the rest is room for an ssh login on a host whose CPUs the load fills.
+        self.generator.ssh.run(STOP.format(pids=" ".join(map(str, sorted(pids)))), check=False, timeout=60)
         end_process(proc, signum=None)    # the ssh session ends with the tool
 
     def finish(self, proc: subprocess.Popen) -> None:
