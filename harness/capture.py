@@ -20,8 +20,7 @@ from pathlib import Path
 from typing import Iterator
 
 from harness import PREFIX
-from harness.processes import signals_deferred
-from harness.processes import end_process
+from harness.processes import end_process, signals_deferred
 from harness.runtimes.base import Session
 from harness.target import Target
 from harness.wire import FIXED_SNAPLEN, summarise
@@ -55,7 +54,7 @@ def bpf_filter(target: Target) -> str:
 
 @dataclass
 class Capture:
-    """One run's capture: ``recording`` around the tool, then ``fill`` the row from the pcap."""
+    """One run's capture: ``recording`` around the tool, then its ``summary`` for the run's record."""
     enabled: bool
     skipped: str = ""                  # why there is no capture although one was asked for
     port: int = 0

@@ -1,4 +1,5 @@
-"""Running one tool process: start it, sample it, stop it at its deadline."""
+"""Running a tool process (or one per generator, started together): start it, sample it, stop it at
+its deadline, and store what happened (execution.json) beside its output."""
 from __future__ import annotations
 
 import subprocess
@@ -12,6 +13,7 @@ from harness.processes import signals_deferred
 from harness.row.record import SAMPLES, STDERR, STDOUT, Execution, save_execution
 from harness.runtimes.base import Session
 from harness.sampling import PidSource
+
 FIRST_FRAME_TIMEOUT_S = 15.0
 
 

@@ -37,13 +37,12 @@ COPIED_METRICS = [f.name for f in fields(Metrics) if f.name in COLUMNS and f.nam
 class Derived:
     row: RunRow
     meta: dict                                   # the run folder's meta.json
-    # several generators: each part's folder, row, meta.json and latency histogram
-    parts: list[tuple[Path, RunRow, dict, LatencyHistogram | None]]
+    parts: list[tuple[Path, RunRow, dict]]   # several generators: each part's folder, row and meta.json
 
     def write(self, run_dir: Path) -> None:
         """meta.json in the run's folder (and each part's)."""
         write_meta(run_dir, self.row, self.meta)
-        for folder, row, meta, _ in self.parts:
+        for folder, row, meta in self.parts:
             write_meta(folder, row, meta)
 
 
@@ -101,8 +100,8 @@ def derive(record: RunRecord, adapter: ToolAdapter, run_dir: Path, results_dir: 
     withheld = withhold_results(row)
     if withheld:
         meta["withheld_figures"] = withheld
-    return Derived(row, meta, [(run_dir / part.folder, *derived) for part, derived in zip(record.parts, parts)]
-                   if len(parts) > 1 else [])
+    return Derived(row, meta, [(run_dir / part.folder, part_row, part_meta) for part, (part_row, part_meta, _)
+                               in zip(record.parts, parts)] if len(parts) > 1 else [])
 
 
 def _part(record: RunRecord, part: PartRecord, adapter: ToolAdapter,

@@ -54,7 +54,7 @@ def limited_by(row: RunRow, all_cpus: int, contended: bool = False) -> str:
 
 def side(tool_saturated: bool | None, target_saturated: bool | None, isolated: bool, cpu_pct: float | None,
          target_cpu_pct: float | None, all_cpus: int, contended: bool = False) -> str:
-    """The rule behind limited_by, on plain values (the report applies it to runs.csv rows)."""
+    """The rule behind limited_by, on plain values (the report applies it to folders written before that column)."""
     if tool_saturated and target_saturated:
         return "tool and target"
     if tool_saturated:
