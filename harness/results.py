@@ -88,6 +88,9 @@ class RunRow(Figures, RunSetup):
                                               "resolution (comma-separated)")
     mem_baseline_mb: float | None = column("the tool's own RSS in a 1-VU run of the same suite (x generators), MiB: "
                                            "mem_per_vu_kb subtracts it; mem_per_vu_kb empty with this set: not measurable")
+    wire_connect_ms: float | None = column("median TCP handshake on the wire (client SYN to server SYN-ACK), ms: ~ the "
+                                           "RTT when the shaper delays the handshake (netem), ~0 when it does not "
+                                           "(Toxiproxy)")
 
 
 COLUMNS = [f.name for f in fields(RunRow)]

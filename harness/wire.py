@@ -5,6 +5,8 @@ client->server payload packets and its response the run of server->client payloa
 the next request (or the end of the capture: a response still arriving after the client's FIN
 counts, as the server counted that request). Wire latency = the request's first packet (as it
 leaves) to the response's last packet (as it arrives), both stamped where the capture was taken.
+Handshake time = a connection's opening SYN (the first, if retransmitted) to the server's first SYN|ACK
+after it: about the RTT when the shaper delays the handshake (netem), the native hop when it does not.
 Payload sizes come from the IP and TCP headers, so a header-only snap length is enough.
 """
 from __future__ import annotations
@@ -21,6 +23,7 @@ MAGIC_US, MAGIC_NS = 0xA1B2C3D4, 0xA1B23C4D
 LINKTYPE_ETHERNET, LINKTYPE_LINUX_SLL = 1, 113
 ETHERTYPE_IPV4, PROTO_TCP = 0x0800, 6
 TCP_SYN, TCP_ACK = 0x02, 0x10
+SYN_ACK = TCP_SYN | TCP_ACK
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,8 @@ class _Connection:
     request_at: int | None = None   # first byte of the request in progress
     response_end: int | None = None # last response packet so far (None: no response yet)
     seen_data: bool = False         # a SYN after data is a new connection on a reused port
+    syn_at: int | None = None       # the client's opening SYN (the first one)
+    syn_ack_at: int | None = None   # the server's first SYN|ACK after it
 
 
 @dataclass
@@ -50,6 +55,7 @@ class WireSummary:
     first_ns: int | None
     last_ns: int | None
     latencies_ms: np.ndarray = field(repr=False)
+    handshakes_ms: np.ndarray = field(repr=False)   # per connection with both: opening SYN to SYN|ACK
 
     def percentile(self, q: float) -> float | None:
         return float(np.percentile(self.latencies_ms, q)) if self.pairs else None
@@ -60,7 +66,9 @@ class WireSummary:
                 "unsolicited": self.unsolicited, "packets": self.packets, "short": self.short, "span_s": span,
                 "p50_ms": self.percentile(50), "p99_ms": self.percentile(99),
                 "min_ms": float(self.latencies_ms.min()) if self.pairs else None,
-                "max_ms": float(self.latencies_ms.max()) if self.pairs else None}
+                "max_ms": float(self.latencies_ms.max()) if self.pairs else None,
+                "connect_p50_ms": float(np.median(self.handshakes_ms)) if len(self.handshakes_ms) else None,
+                "connects": len(self.handshakes_ms)}
 
 
 def _header(data: bytes | mmap.mmap) -> tuple[str, int, int]:
@@ -123,6 +131,7 @@ class _Pairer:
     def __init__(self) -> None:
         self.open: dict[tuple[bytes, int], _Connection] = {}
         self.latencies: list[int] = []
+        self.handshakes: list[int] = []
         self.connections = self.unanswered = self.unsolicited = 0
 
     def _close(self, conn: _Connection) -> None:
@@ -135,12 +144,18 @@ class _Pairer:
 
     def feed(self, seg: Segment) -> None:
         conn = self.open.get(seg.client)
-        opening = seg.to_server and seg.flags & (TCP_SYN | TCP_ACK) == TCP_SYN
+        opening = seg.to_server and seg.flags & SYN_ACK == TCP_SYN
         if conn is None or (opening and conn.seen_data):
             if conn is not None:
                 self._close(conn)        # the client reused the port: a new connection
             conn = self.open[seg.client] = _Connection()
             self.connections += 1
+        if opening and conn.syn_at is None:
+            conn.syn_at = seg.ts_ns
+        elif (not seg.to_server and seg.flags & SYN_ACK == SYN_ACK and conn.syn_at is not None
+              and conn.syn_ack_at is None):
+            conn.syn_ack_at = seg.ts_ns
+            self.handshakes.append(seg.ts_ns - conn.syn_at)
         if seg.payload > 0 and seg.to_server:
             if conn.response_end is not None or conn.request_at is None:   # a new request
                 self._close(conn)
@@ -179,7 +194,7 @@ def _summarise_packets(data: bytes | mmap.mmap, server_port: int) -> WireSummary
     pairer.finish()
     latencies = np.array(pairer.latencies, dtype=np.int64) / 1e6
     return WireSummary(len(latencies), pairer.connections, pairer.unanswered, pairer.unsolicited, packets,
-                       short, first, last, latencies)
+                       short, first, last, latencies, np.array(pairer.handshakes, dtype=np.int64) / 1e6)
 
 
 FIXED_SNAPLEN = 64   # harness/capture.py's snap length: every TCP packet with timestamps is longer
@@ -210,12 +225,15 @@ def _summarise_fixed(data: bytes | mmap.mmap, server_port: int) -> WireSummary |
     payload = (be16(32) - 20 - (rows[:, 62] >> 4).astype(np.int64) * 4)[keep] > 0
     flags, inbound = rows[keep, 63], to_server[keep]
     if not len(ts):
-        return WireSummary(0, 0, 0, 0, 0, 0, None, None, np.array([]))
+        return WireSummary(0, 0, 0, 0, 0, 0, None, None, np.array([]), np.array([]))
     first, last = int(ts[0]), int(ts[-1])
     by_client = np.argsort(client, kind="stable")                  # per client, in capture order
     client, payload, flags, ts, inbound = (a[by_client] for a in (client, payload, flags, ts, inbound))
-    starts = _connection_starts(client, payload, inbound & (flags & (TCP_SYN | TCP_ACK) == TCP_SYN))
-    conn, ts, inbound = np.cumsum(starts)[payload], ts[payload], inbound[payload]
+    opening = inbound & (flags & SYN_ACK == TCP_SYN)
+    starts = _connection_starts(client, payload, opening)
+    connection = np.cumsum(starts)
+    handshakes = _handshakes(connection, ts, opening, ~inbound & (flags & SYN_ACK == SYN_ACK))
+    conn, ts, inbound = connection[payload], ts[payload], inbound[payload]
     # Runs of payload packets in one direction on one connection: requests and responses.
     run_start = np.r_[True, (conn[1:] != conn[:-1]) | (inbound[1:] != inbound[:-1])]
     first_at = np.flatnonzero(run_start)
@@ -228,7 +246,19 @@ def _summarise_fixed(data: bytes | mmap.mmap, server_port: int) -> WireSummary |
     strays = ~run_in & ~answers
     return WireSummary(len(latencies), int(starts.sum()), int(run_in.sum()) - len(latencies),
                        int((last_at[strays] - first_at[strays] + 1).sum()), len(client), 0,
-                       first, last, latencies)
+                       first, last, latencies, handshakes)
+
+
+def _handshakes(conn: np.ndarray, ts: np.ndarray, opening: np.ndarray, syn_ack: np.ndarray) -> np.ndarray:
+    """Per connection (``conn``: ids in capture order per client), its first opening SYN to the first
+    SYN|ACK after it, ms; connections without both are left out."""
+    syn_conn, syn_at = np.unique(conn[opening], return_index=True)
+    syn_row = np.full(conn[-1] + 1, len(conn))                       # no SYN: after every row
+    syn_row[syn_conn] = np.flatnonzero(opening)[syn_at]
+    rows = np.flatnonzero(syn_ack)
+    rows = rows[rows > syn_row[conn[rows]]]
+    answered, first = np.unique(conn[rows], return_index=True)
+    return (ts[rows[first]] - ts[syn_row[answered]]) / 1e6
 
 
 def _connection_starts(client: np.ndarray, payload: np.ndarray, opening: np.ndarray) -> np.ndarray:

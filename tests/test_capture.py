@@ -5,6 +5,7 @@ import json
 import os
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import time
@@ -20,7 +21,7 @@ from harness.results import RunRow
 from harness.row import wire
 from harness.runtimes.docker import docker_available
 from harness.target import Target
-from harness.wire import _summarise_fixed, _summarise_packets, summarise
+from harness.wire import MAGIC_NS, _summarise_fixed, _summarise_packets, summarise
 
 # `python -m harness run --runtime host --tools ab --scenarios vu2-rtt10 (2 VUs, 10 ms, 2 s) --keep-pcap`:
 # ab -c2 through Toxiproxy (port 8080); meta.json, capture.log and stdout.txt are that run's.
@@ -44,6 +45,9 @@ def test_the_fixture_parses_to_the_pairs_that_made_it():
     assert f"{summary.packets} packets captured" in (AB / "capture.log").read_text()
     assert summary.latencies_ms.min() >= 10.0                     # Toxiproxy delays every response 10 ms
     assert 10.0 < summary.percentile(50) <= row["lat_p50_ms"]     # ab times from its side of the stack
+    # Toxiproxy accepts the connections itself: both handshakes take the native hop, not the 10 ms.
+    assert sorted(summary.handshakes_ms) == [0.015038, 0.022131]
+    assert summary.describe()["connect_p50_ms"] == 0.0185845 and summary.describe()["connects"] == 2
 
 
 def test_the_numpy_path_pairs_exactly_as_the_packet_path():
@@ -53,6 +57,54 @@ def test_the_numpy_path_pairs_exactly_as_the_packet_path():
     assert fast is not None                                           # the fixture is the common layout
     assert fast.describe() == reference.describe()
     assert (np.sort(fast.latencies_ms) == np.sort(reference.latencies_ms)).all()
+    assert (np.sort(fast.handshakes_ms) == np.sort(reference.handshakes_ms)).all() and len(fast.handshakes_ms) == 2
+
+
+SYN, ACK, PSH, FIN, RST = 0x02, 0x10, 0x08, 0x01, 0x04
+
+
+def pcap(packets: list[tuple[int, int, bool, int, int]]) -> bytes:
+    """A pcap as harness/capture.py's tcpdump writes it (ns stamps, Ethernet, 64-byte snap length),
+    client 10.0.0.1 and server 10.0.0.2:8080; packets: (µs, client port, to server, flags, payload)."""
+    out = [struct.pack("<IHHiIII", MAGIC_NS, 2, 4, 0, 0, 64, 1)]
+    for us, port, to_server, flags, payload in sorted(packets):
+        ends = [bytes([10, 0, 0, 1]), bytes([10, 0, 0, 2])]
+        ports = (port, 8080) if to_server else (8080, port)
+        ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + 32 + payload, 0, 0, 64, 6, 0,
+                         *(ends if to_server else ends[::-1]))
+        tcp = struct.pack("!HHIIBBHHH", *ports, 0, 0, 8 << 4, flags, 65535, 0, 0) + b"\x01\x01\x08\x0a" + bytes(8)
+        frame = bytes(12) + b"\x08\x00" + ip + tcp + bytes(payload)
+        out.append(struct.pack("<IIII", us // 10**6, us % 10**6 * 1000, 64, len(frame)) + frame[:64])
+    return b"".join(out)
+
+
+HANDSHAKES = [
+    (1_000_000, 40000, True, SYN, 0), (2_000_000, 40000, True, SYN, 0),          # the SYN retransmitted
+    (2_010_000, 40000, False, SYN | ACK, 0),                                     # 1010 ms from the first SYN
+    (2_011_000, 40000, True, PSH | ACK, 100), (2_022_000, 40000, False, PSH | ACK, 500),
+    (2_030_000, 40000, True, FIN | ACK, 0), (2_031_000, 40000, False, FIN | ACK, 0),
+    (3_000_000, 40000, True, SYN, 0), (3_000_500, 40000, False, SYN | ACK, 0),   # the port reused: 0.5 ms
+    (3_001_000, 40000, True, PSH | ACK, 100), (3_012_000, 40000, False, PSH | ACK, 500),
+    (1_100_000, 40001, False, SYN | ACK, 0),                                     # its SYN was before the capture
+    (1_101_000, 40001, True, PSH | ACK, 100), (1_112_000, 40001, False, PSH | ACK, 500),
+    (1_200_000, 40002, True, SYN, 0), (1_200_200, 40002, False, SYN | ACK, 0),   # 0.2 ms
+    (1_400_000, 40002, False, SYN | ACK, 0),                                     # the SYN-ACK retransmitted
+    (1_401_000, 40002, True, PSH | ACK, 100), (1_412_000, 40002, False, PSH | ACK, 500),
+    (1_300_000, 40003, True, SYN, 0), (1_300_100, 40003, False, RST | ACK, 0),   # refused: no handshake
+    (1_500_000, 40004, True, PSH | ACK, 100), (1_510_000, 40004, False, PSH | ACK, 500),   # open before
+]
+
+
+def test_the_handshake_runs_from_the_first_syn_to_the_first_syn_ack_per_connection(tmp_path):
+    path = tmp_path / "handshakes.pcap"
+    path.write_bytes(pcap(HANDSHAKES))
+    fast, reference = summarise(path, 8080), _summarise_packets(path.read_bytes(), 8080)
+    assert _summarise_fixed(path.read_bytes(), 8080) is not None                  # the numpy path read it
+    assert fast.describe() == reference.describe()
+    assert fast.connections == 6 and fast.pairs == 5 and fast.unanswered == fast.unsolicited == 0
+    assert sorted(fast.handshakes_ms) == sorted(reference.handshakes_ms) == [0.2, 0.5, 1010.0]
+    assert fast.describe()["connect_p50_ms"] == 0.5 and fast.describe()["connects"] == 3
+    assert summarise(path, 80).describe()["connect_p50_ms"] is None and summarise(path, 80).describe()["connects"] == 0
 
 
 def test_a_pcap_cut_short_keeps_the_whole_packets(tmp_path):
@@ -89,7 +141,8 @@ def fill(capture: Capture, row: RunRow) -> dict | None:
 def ab_row() -> RunRow:
     fields = {k: v for k, v in AB_META["row"].items() if k in RunRow.__dataclass_fields__}
     return RunRow(**{**fields, "wire_requests": None, "wire_p50_ms": None, "wire_p99_ms": None,
-                     "tool_error_p50_ms": None, "tool_error_p99_ms": None, "lat_added_ms": None})
+                     "tool_error_p50_ms": None, "tool_error_p99_ms": None, "lat_added_ms": None,
+                     "wire_connect_ms": None})
 
 
 def test_fill_sets_the_wire_columns_and_lat_added_and_deletes_the_pcap(tmp_path):
@@ -99,8 +152,17 @@ def test_fill_sets_the_wire_columns_and_lat_added_and_deletes_the_pcap(tmp_path)
     assert row.tool_error_p50_ms == pytest.approx(row.lat_p50_ms - row.wire_p50_ms)
     assert row.tool_error_p99_ms == pytest.approx(row.lat_p99_ms - row.wire_p99_ms)
     assert row.lat_added_ms == row.tool_error_p50_ms > 0
+    assert row.wire_connect_ms == meta["connect_p50_ms"] == 0.0185845 and meta["connects"] == 2
     assert "harness's probe" in meta["covers"] and meta["pcap"] == "deleted after parsing"
     assert not (tmp_path / "lth-capture.pcap").exists() and row.notes == ""
+
+
+def test_a_summary_stored_before_the_handshake_leaves_wire_connect_ms_empty(tmp_path):
+    summary = captured(tmp_path).summary()
+    old = {k: v for k, v in summary.items() if k not in ("connect_p50_ms", "connects")}
+    row = ab_row()
+    wire.fill(row, old)
+    assert row.wire_connect_ms is None and row.wire_p50_ms == summary["p50_ms"] > 10
 
 
 def test_a_whole_ms_tool_within_its_resolution_of_the_wire_adds_nothing_negative(tmp_path):
@@ -122,7 +184,7 @@ def test_a_capture_that_hit_its_cap_or_lost_packets_says_so(tmp_path):
 def test_no_capture_asked_for_leaves_everything_empty():
     row = ab_row()
     assert fill(Capture(enabled=False), row) is None
-    assert row.wire_requests is None and row.lat_added_ms is None and row.notes == ""
+    assert row.wire_requests is None and row.lat_added_ms is None and row.wire_connect_ms is None and row.notes == ""
 
 
 @pytest.mark.tools("wrk")

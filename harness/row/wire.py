@@ -15,6 +15,7 @@ def fill(row: RunRow, capture: dict) -> None:
         return
     row.wire_requests = capture["pairs"]
     row.wire_p50_ms, row.wire_p99_ms = capture["p50_ms"], capture["p99_ms"]
+    row.wire_connect_ms = capture.get("connect_p50_ms")      # summaries stored before it lack the key
     if row.lat_p50_ms is not None and row.wire_p50_ms is not None:
         row.tool_error_p50_ms = row.lat_p50_ms - row.wire_p50_ms
     if row.lat_p99_ms is not None and row.wire_p99_ms is not None:
@@ -41,7 +42,7 @@ def _flag(row: RunRow, capture: dict) -> None:
                    f"{capture['span_s'] or 0:.1f} s of the load only")
     if row.shaper == "netem" and capture.get("after_netem"):
         # tcpdump sees egress packets after the qdisc: requests are stamped once netem has delayed them.
-        _note(row, "wire latency excludes the netem delay (added on the captured interface's egress)")
+        _note(row, "wire latency and handshake exclude the netem delay (added on the captured interface's egress)")
     if capture.get("dropped_by_kernel"):
         _note(row, f"wire capture: the kernel dropped {capture['dropped_by_kernel']:,} packets: "
                    "wire figures may miss requests")
