@@ -33,7 +33,7 @@ RUN_ARGS = --tools $(TOOLS) --scenarios $(SCENARIOS) --runtime $(RUNTIME) --shap
            $(if $(CAPTURE),--capture) $(if $(TARGET_HOST),--target-host $(TARGET_HOST)) \
            $(if $(GENERATOR_HOST),--generator-host $(GENERATOR_HOST))
 
-.PHONY: deps bench-all bench-quick bench-lab test test-unit test-e2e list-tools clean-state report rederive
+.PHONY: deps bench-all bench-quick bench-lab test test-netem compare-shapers test-unit test-e2e list-tools clean-state report rederive
 
 deps:
 	NEED_DOCKER=$(if $(filter host,$(RUNTIME)),0,1) scripts/deps.sh $(TOOLS)
@@ -72,10 +72,24 @@ rederive:
 	@DEPS_VENV_ONLY=1 scripts/deps.sh
 	$(PY) -m harness rederive $(RESULTS)
 
-# The whole suite, as CI runs it (.ci/run): root, Docker, every tool and Chromium.
+# The whole suite, as CI runs it (.ci/run): root, Docker, every tool and Chromium; then the netem
+# VM tier (the whole suite fails if either does).
 test:
 	NEED_BROWSER=1 NEED_SSHD=1 scripts/deps.sh $(TEST_TOOLS)
-	LTH_TEST_TOOLS=all $(PY) -m pytest -q -rs tests
+	LTH_TEST_TOOLS=all $(PY) -m pytest -q -rs tests; status=$$?; $(MAKE) --no-print-directory test-netem || status=1; exit $$status
+
+# netem on a real kernel: Debian's stock kernel booted with virtme-ng (scripts/install-vm.sh,
+# scripts/in-vm), the tests in tests/netem_vm run inside it in the host runtime; their results stay in
+# results/netem-vm (README: netem in a VM). compare-shapers: the same runs with Toxiproxy beside them,
+# the table in results/netem-vm/shapers.md.
+NETEM_TOOLS := wrk,ab,k6,oha,jmeter
+IN_VM = scripts/in-vm --rwdir $(CURDIR)/results/netem-vm -- env LTH_IN_VM=1 LTH_VM_OUT=$(CURDIR)/results/netem-vm \
+        LTH_TEST_TOOLS=$(NETEM_TOOLS) $(PY) -m pytest -q -rs -p no:cacheprovider tests/netem_vm
+test-netem compare-shapers:
+	NEED_DOCKER=0 scripts/deps.sh $(NETEM_TOOLS)
+	scripts/install-vm.sh
+	mkdir -p results/netem-vm
+	$(IN_VM) $(if $(filter compare-shapers,$@),-m shapers,-m "not shapers")
 
 # The quick loop: no root, Docker, tools or network (only the venv is made or updated); a test file
 # per worker (pytest-xdist; a module's fixture runs once), one worker more than CPUs because many

@@ -3,31 +3,66 @@
 Run as a script inside the generator's network namespace:
     python rtt_probe.py HOST PORT PATH [COUNT]
 One keep-alive connection, one warm-up request (it pays for the handshake), then COUNT timed
-GETs; prints JSON with the median (the figure the harness records), min and max in ms.
+GETs; prints JSON with the median (the figure the harness records), min and max in ms, and the
+median time of CONNECTS fresh TCP handshakes (~ the RTT where the shaper delays the handshake).
+
+Raw sockets with TCP_NODELAY rather than http.client: the probe's own cost is part of what it
+measures, and http.client's parsing (and its Nagle-delayed writes) added ~1 ms in a slow VM,
+enough to put a 10 ms profile outside the tolerance it is meant to check.
 """
 from __future__ import annotations
 
-import http.client
 import json
+import socket
 import statistics
 import sys
 import time
 
+CONNECTS = 3
+
+
+def _connect(host: str, port: int) -> socket.socket:
+    sock = socket.create_connection((host, port), timeout=10)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return sock
+
+
+def _exchange(sock: socket.socket, request: bytes) -> None:
+    """Send one GET and read its whole response (headers, then Content-Length bytes of body)."""
+    sock.sendall(request)
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += _recv(sock)
+    head, body = data.split(b"\r\n\r\n", 1)
+    length = next((int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")[1:]
+                   if line.lower().startswith(b"content-length:")), 0)
+    while len(body) < length:
+        body += _recv(sock)
+
+
+def _recv(sock: socket.socket) -> bytes:
+    chunk = sock.recv(65536)
+    if not chunk:
+        raise ConnectionError("the target closed the connection")
+    return chunk
+
 
 def probe(host: str, port: int, path: str, count: int = 30) -> dict:
-    conn = http.client.HTTPConnection(host, port, timeout=10)
-    try:
-        conn.request("GET", path)
-        conn.getresponse().read()
+    request = f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nUser-Agent: lth-rtt-probe\r\n\r\n".encode()
+    with _connect(host, port) as sock:
+        _exchange(sock, request)
         times = []
         for _ in range(count):
             started = time.perf_counter()
-            conn.request("GET", path)
-            conn.getresponse().read()
+            _exchange(sock, request)
             times.append((time.perf_counter() - started) * 1000)
-    finally:
-        conn.close()
-    return {"median_ms": statistics.median(times), "min_ms": min(times), "max_ms": max(times), "count": count}
+    connects = []
+    for _ in range(CONNECTS):
+        started = time.perf_counter()
+        _connect(host, port).close()
+        connects.append((time.perf_counter() - started) * 1000)
+    return {"median_ms": statistics.median(times), "min_ms": min(times), "max_ms": max(times), "count": count,
+            "connect_ms": statistics.median(connects)}
 
 
 if __name__ == "__main__":

@@ -185,7 +185,7 @@ def _part(session: Session, target: Target, adapter: ToolAdapter, vus: int, rate
                       target_cores=session.target_cores)
     part.tool_version = session.version(adapter)
     session.verify(target)
-    part.rtt_measured_ms = measure_rtt(session, target)
+    part.rtt_measured_ms = measure_rtt(session, target, rtt_ms)
     shaping = run_dir / part_folder / "shaping.json"
     part.shaping = json.loads(shaping.read_text()) if shaping.is_file() else None
     if not rtt_ok(part.rtt_measured_ms, rtt_ms):

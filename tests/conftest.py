@@ -24,6 +24,8 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 URL = "http://198.18.0.2:80/style.css"
 # tests/example_tool/ is a tool folder with its tests, copied into a clone by test_adding_a_tool.py.
 collect_ignore = ["example_tool"]
+if not os.environ.get("LTH_IN_VM"):          # tests/netem_vm runs inside the VM `make test-netem` boots
+    collect_ignore.append("netem_vm")
 
 
 def harness(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:

@@ -1,8 +1,16 @@
+import functools
+import http.server
+import json
+import subprocess
+import sys
+import threading
+
 import pytest
 
 from harness.errors import HarnessError
 from harness.row import rtt_ok
-from harness.shaping import choose_shaper, netem_command, netem_limit
+from harness.shaping import PROBE_SCRIPT, Knob, _calibrate, choose_shaper, measure_rtt, netem_command, netem_limit
+from harness.target import Target
 
 
 def test_netem_command_for_each_profile():
@@ -46,3 +54,84 @@ def test_auto_without_netem_falls_back_to_toxiproxy(monkeypatch, tmp_path):
 ])
 def test_rtt_flag_tolerance_is_max_of_ten_percent_and_half_a_ms(measured, target, ok):
     assert rtt_ok(measured, target) is ok
+
+
+# --- calibration: the delay moved until the probe meets the profile ---------------------------------------------
+
+class _ProbedPath:
+    """A path whose probe sees the delay plus a fixed overhead, as a session's run_python reports it."""
+
+    def __init__(self, overhead_ms: float) -> None:
+        self.overhead_ms, self.delay_ms, self.settings = overhead_ms, 0.0, []
+
+    def set(self, delay_ms: float) -> None:
+        self.delay_ms = delay_ms
+        self.settings.append(delay_ms)
+
+    def run_python(self, script, args):
+        median = self.delay_ms + self.overhead_ms
+        return subprocess.CompletedProcess(args, 0, json.dumps({"median_ms": median, "connect_ms": median}), "")
+
+
+def _calibrated(tmp_path, overhead_ms: float, knob_step: float, shaper: str) -> tuple[dict, _ProbedPath]:
+    path = _ProbedPath(overhead_ms)
+    path.set(10)
+    target = Target("198.18.0.2", 80)
+    _calibrate(path, target, Knob(shaper, "delay", knob_step, path.set), 10, tmp_path)
+    return json.loads((tmp_path / "shaping.json").read_text()), path
+
+
+def test_netem_in_a_slow_vm_is_moved_by_its_miss_in_tenths_of_a_ms(tmp_path):
+    shaping, path = _calibrated(tmp_path, overhead_ms=1.63, knob_step=0.1, shaper="netem")
+    assert [p["delay_ms"] for p in shaping["probes"]] == [10, 8.4]
+    assert shaping["delay_ms"] == 8.4 == path.delay_ms and shaping["calibrated"] is True
+    assert shaping["probes"][-1]["probe_ms"] == pytest.approx(10.03)
+
+
+def test_a_real_machines_native_hop_leaves_netem_at_the_profile(tmp_path):
+    shaping, path = _calibrated(tmp_path, overhead_ms=0.08, knob_step=0.1, shaper="netem")
+    assert len(shaping["probes"]) == 1 and path.settings == [10] and shaping["calibrated"] is False
+
+
+def test_toxiproxy_moves_in_whole_ms_and_keeps_the_closest(tmp_path):
+    shaping, path = _calibrated(tmp_path, overhead_ms=1.4, knob_step=1, shaper="toxiproxy")
+    assert [p["delay_ms"] for p in shaping["probes"]] == [10, 9]      # 9 + 1.4 misses by 0.4 < 0.5: stop
+    assert shaping["delay_ms"] == 9 and shaping["knob"] == "delay" and shaping["shaper"] == "toxiproxy"
+
+
+def test_the_probe_times_gets_and_a_fresh_handshake_against_a_real_server(tmp_path):
+    (tmp_path / "f.txt").write_text("x" * 100)
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path))
+    http.server.SimpleHTTPRequestHandler.protocol_version = "HTTP/1.1"
+    with http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler) as server:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        try:
+            out = subprocess.run([sys.executable, str(PROBE_SCRIPT), "127.0.0.1", str(server.server_port), "/f.txt", "7"],
+                                 capture_output=True, text=True, timeout=60, check=True).stdout
+        finally:
+            server.shutdown()
+    figures = json.loads(out)
+    assert figures["count"] == 7 and 0 < figures["min_ms"] <= figures["median_ms"] <= figures["max_ms"] < 1000
+    assert 0 < figures["connect_ms"] < 1000
+
+
+class _NoisyPath:
+    """Probes that return the given medians in turn."""
+
+    def __init__(self, *medians: float) -> None:
+        self.medians, self.calls = list(medians), 0
+
+    def run_python(self, script, args):
+        self.calls += 1
+        median = self.medians.pop(0)
+        return subprocess.CompletedProcess(args, 0, json.dumps({"median_ms": median, "connect_ms": median}), "")
+
+
+def test_a_probe_within_tolerance_stands_alone():
+    path = _NoisyPath(10.4, 99.0, 99.0)
+    assert measure_rtt(path, Target("198.18.0.2", 80), 10) == 10.4 and path.calls == 1
+
+
+def test_a_probe_that_misses_is_probed_twice_more_and_the_median_kept():
+    path = _NoisyPath(11.7, 10.1, 10.3)
+    assert measure_rtt(path, Target("198.18.0.2", 80), 10) == 10.3 and path.calls == 3
