@@ -177,7 +177,7 @@ def _calibrate(session: Session, target: Target, knob: Knob, rtt_ms: float, log_
     probe that misses is the median of three, see steady_probe), the delay is moved by the probe's
     miss, rounded to the knob's step; the delay that came closest is kept.
     Toxiproxy adds a delay of its own (~1-1.5 ms here) on top of its toxic; netem's native hop and
-    timer slack add ~1.6 ms at 10 ms in a TCG VM (tests/test_netem_vm.py), where a real machine's
+    timer slack add ~1.6 ms at 10 ms in a TCG VM (tests/netem_vm), where a real machine's
     0.05-0.1 ms never moves it. The row's rtt_measured_ms is probed afresh after this, so it shows
     what the tool really got; shaping.json keeps every probe."""
     delay, probes = _rounded(rtt_ms, knob.step_ms), []
@@ -199,8 +199,9 @@ def _calibrate(session: Session, target: Target, knob: Knob, rtt_ms: float, log_
     (log_dir / "shaping.json").write_text(json.dumps({
         "shaper": knob.shaper, "rtt_target_ms": rtt_ms, "knob": knob.name, "probes": probes,
         "delay_ms": best["delay_ms"], "calibrated": best["delay_ms"] != _rounded(rtt_ms, knob.step_ms),
-        "method": f"median of {probe_count(rtt_ms)} keep-alive GETs (harness/rtt_probe.py; a probe missing by >= 0.5 ms: the median of 3); the {knob.name} moved by each probe's "
-                  f"miss, rounded to {knob.step_ms:g} ms, until it misses by < 0.5 ms; the closest kept"}, indent=1))
+        "method": f"median of {probe_count(rtt_ms)} keep-alive GETs (harness/rtt_probe.py; a probe missing by "
+                  f">= 0.5 ms: the median of 3); the {knob.name} moved by each probe's miss, rounded to "
+                  f"{knob.step_ms:g} ms, until it misses by < 0.5 ms; the closest kept"}, indent=1))
 
 
 def _rounded(ms: float, step: float) -> float:
