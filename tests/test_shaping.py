@@ -99,10 +99,16 @@ def test_toxiproxy_moves_in_whole_ms_and_keeps_the_closest(tmp_path):
     assert shaping["delay_ms"] == 9 and shaping["knob"] == "delay" and shaping["shaper"] == "toxiproxy"
 
 
+class _KeepAliveFiles(http.server.SimpleHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+
 def test_the_probe_times_gets_and_a_fresh_handshake_against_a_real_server(tmp_path):
     (tmp_path / "f.txt").write_text("x" * 100)
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path))
-    http.server.SimpleHTTPRequestHandler.protocol_version = "HTTP/1.1"
+    handler = functools.partial(_KeepAliveFiles, directory=str(tmp_path))
     with http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler) as server:
         threading.Thread(target=server.serve_forever, daemon=True).start()
         try:
