@@ -31,13 +31,15 @@ def side_by_side(netem: Path, toxiproxy: Path) -> pd.DataFrame:
         df = load_results(folder)
         df = df[df["status"] == "ok"].copy()
         df["connect_ms"] = [handshake_ms(folder.resolve(), d) for d in df["run_dir"]]
-        sides.append(df.set_index(["scenario", "tool"])[list(FIGURES)])
+        sides.append(df.set_index(["scenario", "tool"])[[*FIGURES, "limited_by"]])
     both = sides[0].merge(sides[1], left_index=True, right_index=True, suffixes=("_n", "_t"))
     return pd.DataFrame({label: [f"{_cell(n)} / {_cell(t)}" for n, t in zip(both[f"{c}_n"], both[f"{c}_t"])]
-                         for c, label in FIGURES.items()}, index=both.index)
+                         for c, label in {**FIGURES, "limited_by": "limited by"}.items()}, index=both.index)
 
 
-def _cell(value: float) -> str:
+def _cell(value: float | str) -> str:
+    if isinstance(value, str):
+        return value.split(" (")[0]          # "neither (latency or ...)": the first word is enough here
     return "-" if pd.isna(value) else f"{value:,.0f}" if abs(value) >= 100 else f"{value:.1f}"
 
 

@@ -39,7 +39,8 @@ class RunRow(Figures, RunSetup):
     mem_avg_mb: float | None = column("the tool's average RSS over the load window, MiB")
     mem_peak_mb: float | None = column("the tool's peak RSS over the load window, MiB")
     cpu_avg_pct: float | None = column("the tool's average CPU over the load window, 100 = one core")
-    server_requests: int | None = column("requests Nginx served during the run (its stub_status)")
+    server_requests: int | None = column("requests Nginx served during the run (its stub_status), less the harness's "
+                                          "own RTT probe under the load (Toxiproxy)")
     status: str = column("ok, failed, timeout or unsupported", "failed")
     error: str = column("why the run did not succeed (empty when ok)", "")
     notes: str = column("the adapter's and the runner's remarks on this run (e.g. why counts differ)", "")
@@ -56,7 +57,8 @@ class RunRow(Figures, RunSetup):
     # Latency accuracy (issue 10): the tool's clock, and the wire's view of the same run.
     timing_resolution_ms: float | None = column("the tool's clock step: 0.001 for µs tools, 1 for whole-ms ones")
     co_corrected: bool | None = column("true: the tool's latency figures are coordinated-omission corrected")
-    wire_requests: int | None = column("request/response pairs seen in the packet capture (--capture)")
+    wire_requests: int | None = column("request/response pairs seen in the packet capture (--capture), less "
+                                        "the harness's own RTT probe under the load (Toxiproxy)")
     wire_p50_ms: float | None = column("median of request's first byte out to response's last byte in, on the wire, ms")
     wire_p99_ms: float | None = column("the same, 99th percentile, ms")
     tool_error_p50_ms: float | None = column("lat_p50_ms - wire_p50_ms")
@@ -82,8 +84,9 @@ class RunRow(Figures, RunSetup):
     # Several generator hosts (issue 14): harness/row/merge.py.
     generators: int = column("generator hosts whose parts make this row (1: one tool process; more: merged)", 1)
     # Structured where notes used to be parsed (issue 22): harness/row.
-    limited_by: str | None = column("which side limited the run: tool, target, tool and target, shared CPUs, other "
-                                    "processes on the machine, neither (latency or the tool's own limits), not measured")
+    limited_by: str | None = column("which side limited the run: tool, target, tool and target, shaper, shared CPUs, "
+                                    "other processes on the machine, neither (latency or the tool's own limits), "
+                                    "not measured")
     lat_below_resolution: str | None = column("latency columns emptied because they were below the tool's timing "
                                               "resolution (comma-separated)")
     mem_baseline_mb: float | None = column("the tool's own RSS in a 1-VU run of the same suite (x generators), MiB: "
@@ -91,6 +94,13 @@ class RunRow(Figures, RunSetup):
     wire_connect_ms: float | None = column("median TCP handshake on the wire (client SYN to server SYN-ACK), ms: ~ the "
                                            "RTT when the shaper delays the handshake (netem), ~0 when it does not "
                                            "(Toxiproxy)")
+    # The shaper as a bottleneck (issue 25): harness/row/bottleneck.py fill_shaper.
+    shaper_cpu_pct: float | None = column("Toxiproxy's CPU over the load window, 100 = one core (also in target_cpu_pct); "
+                                          "empty for netem, which is the kernel's")
+    rtt_loaded_ms: float | None = column("Toxiproxy: median RTT through it, probed while the tool ran "
+                                         "(shaping.loaded_probe), ms")
+    shaper_added_ms: float | None = column("Toxiproxy: rtt_loaded_ms - the same probe straight to Nginx at that moment "
+                                           "- rtt_measured_ms: the delay the shaper added under this load, ms")
 
 
 COLUMNS = [f.name for f in fields(RunRow)]

@@ -30,7 +30,8 @@ from harness.row import merge, rtt_ok
 from harness.row.record import BASELINE_SPEC, Execution, PartRecord, RunRecord, split_fields
 from harness.runtimes import Runtime, Session, make_runtime
 from harness.scenarios import Scenario
-from harness.shaping import ShaperChoice, choose_shaper, measure_rtt, netem_available, proxy_pids, shaped
+from harness.shaping import (ShaperChoice, choose_shaper, loaded_probe, measure_rtt, netem_available, proxy_pids,
+                             shaped)
 from harness.target import Target, ensure_allowed
 
 console = Console(highlight=False, soft_wrap=True)
@@ -152,9 +153,12 @@ def _execute(record: RunRecord, sessions: list[Session], adapter: ToolAdapter, s
                 others = {"nginx": session.target_pids,
                           **({"toxiproxy": proxy_pids} if record.shaper == "toxiproxy" and session.proxy_beside_target
                              else {})}
-                with capture.recording(session, targets[0], run_dir):
+                with capture.recording(session, targets[0], run_dir), \
+                        loaded_probe(session, targets[0], record.shaper, scenario.rtt_ms,
+                                     scenario.duration_s) as under_load:
                     executions = [execute(session, record.parts[0].command, run_dir,
                                           scenario.duration_s + record.grace_s, adapter.sampled_process, others)]
+                record.shaper_load = under_load
         # stub_status counts its own request: `after` includes one status request beyond `before`.
         record.server_requests = targets[0].requests_served() - before - 1
         record.stall = stalled.to_dict() if stalled is not None else None
@@ -236,8 +240,10 @@ def _summarise(row: RunRow, all_cpus: int) -> None:
                          if row.wire_requests is not None else ""))
         target = ("target not sampled" if row.target_cpu_pct is None else
                   f"target {_pct(row.target_cpu_pct)} on {row.cpus_target or 'all CPUs'}")
-        console.print(f"   CPU: tool {_pct(row.cpu_avg_pct)} on {row.cpus_tool or 'all CPUs'}, {target}: limited by "
-                      f"{row.limited_by}")
+        shaper = (f", Toxiproxy {_pct(row.shaper_cpu_pct)} and RTT {_ms(row.rtt_loaded_ms)} ms under the load"
+                  if row.shaper == "toxiproxy" else "")
+        console.print(f"   CPU: tool {_pct(row.cpu_avg_pct)} on {row.cpus_tool or 'all CPUs'}, {target}{shaper}: "
+                      f"limited by {row.limited_by}")
     else:
         console.print(f"   [red]{row.status}[/]: {row.error}")
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -33,6 +34,7 @@ PROBE_SCRIPT = Path(__file__).with_name("rtt_probe.py")
 # sit in the delayed queue for one RTT; twice that for headroom.
 PACKETS_IN_FLIGHT_PER_VU = 8
 NETEM_DEFAULT_LIMIT = 1000
+LOADED_PROBE_AT = 0.4    # share of a run's duration after the launch (Toxiproxy's RTT under load)
 
 
 @dataclass(frozen=True)
@@ -104,10 +106,10 @@ def probe_count(rtt_ms: float) -> int:
     return min(100, max(30, round(1000 / max(rtt_ms, 1))))
 
 
-def probe_rtt(session: Session, target: Target, rtt_ms: float) -> dict:
+def probe_rtt(session: Session, target: Target, rtt_ms: float, count: int | None = None) -> dict:
     """harness/rtt_probe.py's figures: median/min/max of the GETs, and a fresh handshake's connect_ms."""
-    count = str(probe_count(rtt_ms))
-    result = session.run_python(PROBE_SCRIPT, [target.host, str(target.port), target.path, count])
+    count = count or probe_count(rtt_ms)
+    result = session.run_python(PROBE_SCRIPT, [target.host, str(target.port), target.path, str(count)])
     if result.returncode != 0:
         raise HarnessError(f"RTT probe to {target.url} failed: {result.stderr.strip().splitlines()[-1:]}")
     return json.loads(result.stdout)
@@ -137,6 +139,42 @@ def shaped(session: Session, kind: str, rtt_ms: float, vus: int, log_dir: Path) 
             yield target
     else:
         raise HarnessError(f"unknown shaper {kind!r}")
+
+
+@contextmanager
+def loaded_probe(session: Session, shaped_target: Target, kind: str, rtt_ms: float,
+                 duration_s: float) -> Iterator[dict | None]:
+    """Toxiproxy only (netem is the kernel's and does not queue behind a process): while the tool
+    runs, LOADED_PROBE_AT of its duration after the launch, the RTT probe once straight to Nginx and
+    once through the shaper. The difference, beyond the idle RTT, is what the shaper itself added
+    under this load (harness/row/bottleneck.py: limited_by "shaper"). Yields the dict the probe
+    thread fills: at_s, count, direct_ms, via_ms, ended_s (s after the launch), or error."""
+    if kind != "toxiproxy":
+        yield None
+        return
+    found: dict = {"at_s": round(max(1.0, LOADED_PROBE_AT * duration_s), 3),
+                   "count": max(10, probe_count(rtt_ms) // 3)}
+    origin, cancel = time.monotonic(), threading.Event()
+
+    def probe() -> None:
+        if cancel.wait(found["at_s"]):
+            return
+        try:
+            found["direct_ms"] = probe_rtt(session, session.target, rtt_ms, found["count"])["median_ms"]
+            found["gets_direct"] = found["count"] + 1
+            found["via_ms"] = probe_rtt(session, shaped_target, rtt_ms, found["count"])["median_ms"]
+            found["gets_via"] = found["count"] + 1
+        except (HarnessError, subprocess.TimeoutExpired) as exc:
+            found["error"] = str(exc)
+        found["ended_s"] = round(time.monotonic() - origin, 3)
+
+    thread = threading.Thread(target=probe, name="lth-loaded-probe", daemon=True)
+    thread.start()
+    try:
+        yield found
+    finally:
+        cancel.set()
+        thread.join(timeout=70)
 
 
 @contextmanager

@@ -4,11 +4,16 @@ The fixture is a real `harness run --runtime host --tools wrk,ab,k6 --scenarios 
 --duration 3` (vu20-rtt0.1, and vu100-rtt50 through Toxiproxy, each tool's 1-VU baseline), as written."""
 from __future__ import annotations
 
+import csv
 import json
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
+
+from harness.results import _cell
 
 REPO = Path(__file__).resolve().parents[1]
 STORED = next((REPO / "tests" / "fixtures" / "rederive").iterdir())
@@ -20,16 +25,24 @@ def rederive(folder: Path) -> subprocess.CompletedProcess:
 
 
 # Columns added after STORED was written (new columns only ever go last): re-derived, they are empty
-# there (its runs had no capture), in runs.csv and in every meta.json's row.
-ADDED_SINCE = ["wire_connect_ms"]
+# there (its runs had no capture and no probe under the load), in runs.csv and in every meta.json's row,
+# except Toxiproxy's CPU, which its stored samples give (the stored meta.json's target_usage has it).
+ADDED_SINCE = ["wire_connect_ms", "shaper_cpu_pct", "rtt_loaded_ms", "shaper_added_ms"]
+
+
+def added(run_dir: str) -> dict:
+    """The added columns' values a re-derivation of STORED/run_dir gives."""
+    usage = json.loads((STORED / run_dir / "meta.json").read_text()).get("target_usage", {})
+    return {**dict.fromkeys(ADDED_SINCE), "shaper_cpu_pct": usage.get("toxiproxy", {}).get("cpu_avg_pct")}
 
 
 def stored_runs_csv() -> bytes:
-    """STORED's runs.csv as a re-derivation writes it now: the added columns last, empty."""
+    """STORED's runs.csv as a re-derivation writes it now: the added columns last."""
     header, *rows = (STORED / "runs.csv").read_bytes().removesuffix(b"\r\n").split(b"\r\n")
-    added = [a.encode() for a in ADDED_SINCE]
-    return b"".join(line + b"\r\n" for line in [b",".join([header, *added]),
-                                                  *(row + b"," * len(added) for row in rows)])
+    run_dirs = [r["run_dir"] for r in csv.DictReader((STORED / "runs.csv").open(newline=""))]
+    cells = [[_cell(v).encode() for v in added(d).values()] for d in run_dirs]
+    return b"".join(line + b"\r\n" for line in [b",".join([header, *(a.encode() for a in ADDED_SINCE)]),
+                                                  *(b",".join([row, *c]) for row, c in zip(rows, cells))])
 
 
 def copy(tmp_path: Path) -> Path:
@@ -47,7 +60,8 @@ def test_a_stored_folder_derives_to_the_same_runs_csv_byte_for_byte(tmp_path):
     assert (folder / "runs.csv.before-rederive").read_bytes() == (STORED / "runs.csv").read_bytes()
     for meta in STORED.glob("*/*/meta.json"):
         again, stored = json.loads((folder / meta.relative_to(STORED)).read_text()), json.loads(meta.read_text())
-        assert again == {**stored, "row": {**stored["row"], **dict.fromkeys(ADDED_SINCE)}}, meta
+        run_dir = str(meta.parent.relative_to(STORED))
+        assert again == {**stored, "row": {**stored["row"], **added(run_dir)}}, meta
         assert list(again["row"])[-len(ADDED_SINCE):] == ADDED_SINCE
 
 
@@ -90,3 +104,18 @@ def test_a_folder_written_before_records_is_refused_in_one_line(tmp_path):
 def test_not_a_results_folder_is_one_line(tmp_path):
     result = rederive(tmp_path)
     assert result.returncode == 2 and "has no runs.csv" in result.stderr and result.stderr.count("\n") == 1
+
+
+def test_the_probe_under_the_load_is_read_again_and_its_gets_are_not_the_tools(tmp_path):
+    """A Toxiproxy run's record with the RTT probed during the load (harness/shaping.loaded_probe):
+    its GETs leave Nginx's count, its figures fill the shaper columns."""
+    folder = copy(tmp_path)
+    record_file = folder / "vu100-rtt50" / "wrk" / "record.json"
+    record = json.loads(record_file.read_text())
+    probe = {"at_s": 1.2, "count": 10, "direct_ms": 0.4, "via_ms": 70.0, "ended_s": 2.5, "gets_direct": 11, "gets_via": 11}
+    record_file.write_text(json.dumps({**record, "shaper_load": probe}))
+    assert rederive(folder).returncode == 0
+    row = json.loads((folder / "vu100-rtt50" / "wrk" / "meta.json").read_text())["row"]
+    assert row["server_requests"] == record["server_requests"] - 22
+    assert row["rtt_loaded_ms"] == 70.0
+    assert row["shaper_added_ms"] == pytest.approx(70.0 - 0.4 - row["rtt_measured_ms"])

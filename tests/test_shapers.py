@@ -26,6 +26,7 @@ def test_each_figure_is_netem_then_toxiproxy_from_the_runs_own_files():
         assert [float(x) for x in row["p50 ms"].split(" / ")] == [float(f"{v:.1f}") if v < 100 else round(v) for v in p50]
         connects = [last_connect(s, d[key]["run_dir"]) for s, d in (("netem", netem), ("toxiproxy", toxiproxy))]
         assert row["handshake ms"] == " / ".join(f"{c:.1f}" for c in connects)
+        assert row["limited by"] == " / ".join(side[key]["limited_by"].split(" (")[0] for side in (netem, toxiproxy))
     # netem delays the handshake by the RTT; Toxiproxy accepts it itself
     for (scenario, _), row in table.iterrows():
         netem_ms, toxiproxy_ms = (float(x) for x in row["handshake ms"].split(" / "))

@@ -76,7 +76,8 @@ def derive(record: RunRecord, adapter: ToolAdapter, run_dir: Path, results_dir: 
         meta["parts"], how = _merge(row, record, parts)
         if how:
             meta["metric_source"] = "merged: " + how
-    row.server_requests = record.server_requests
+    direct_gets, via_gets = probe_gets(record.shaper_load)
+    row.server_requests = None if record.server_requests is None else record.server_requests - direct_gets - via_gets
     stalled = StallRecord.from_dict(record.stall) if record.stall else None
     rate.fill_rate(row, scenario, adapter)
     rate.fill_stall(row, scenario, stalled)
@@ -90,18 +91,27 @@ def derive(record: RunRecord, adapter: ToolAdapter, run_dir: Path, results_dir: 
         row.mem_baseline_mb = footprint
         _note(row, bottleneck.mem_per_vu_note(row.mem_avg_mb, footprint))
     if record.capture is not None:
-        wire.fill(row, record.capture)
+        wire.fill(row, record.capture, via_gets)
         meta["wire"] = record.capture
     if record.error is not None:
         row.status, row.error = "failed", record.error
     if record.traceback:
         meta["traceback"] = record.traceback
+    meta.update(bottleneck.fill_shaper(row, record.shaper_load, scenario.duration_s))
     row.limited_by = bottleneck.limited_by(row, len(record.cpu_split.available), meta.get("contended", False))
+    _note(row, bottleneck.shaper_note(row))
     withheld = withhold_results(row)
     if withheld:
         meta["withheld_figures"] = withheld
     return Derived(row, meta, [(run_dir / part.folder, part_row, part_meta) for part, (part_row, part_meta, _)
                                in zip(record.parts, parts)] if len(parts) > 1 else [])
+
+
+def probe_gets(under_load: dict | None) -> tuple[int, int]:
+    """The GETs the RTT probe under the load sent straight to Nginx and through the shaper: Nginx
+    counted both, the capture (on the shaped path) the second; neither is the tool's."""
+    under_load = under_load or {}
+    return under_load.get("gets_direct", 0), under_load.get("gets_via", 0)
 
 
 def _part(record: RunRecord, part: PartRecord, adapter: ToolAdapter,

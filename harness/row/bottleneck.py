@@ -3,6 +3,13 @@
 A side is saturated when its average CPU over the load window reaches 90% of the CPUs it may use
 (its set under isolation; every CPU without). Without isolation both sides draw from one pool, so
 a run can be CPU-bound with neither flag set: that case is named "shared CPUs".
+
+Toxiproxy can cap a run with neither side saturated and at well under one core of its own (its
+per-connection goroutines and timers queue requests): CPU cannot tell, so the RTT is probed through
+it and straight to Nginx while the tool runs (shaping.loaded_probe). When the shaper added more
+than max(10%, 0.5 ms) of the RTT and a closed-model run fell short of its latency bound
+(VUs / RTT) by over 10%, the run is limited by the "shaper"; its ceiling at that load,
+VUs / rtt_loaded_ms, goes into the notes.
 """
 from __future__ import annotations
 
@@ -49,11 +56,11 @@ def limited_by(row: RunRow, all_cpus: int, contended: bool = False) -> str:
     if row.status != "ok":
         return "n/a"
     return side(row.tool_saturated, row.target_saturated, bool(row.cpus_tool), row.cpu_avg_pct,
-                row.target_cpu_pct, all_cpus, contended)
+                row.target_cpu_pct, all_cpus, contended, shaper_capped(row))
 
 
 def side(tool_saturated: bool | None, target_saturated: bool | None, isolated: bool, cpu_pct: float | None,
-         target_cpu_pct: float | None, all_cpus: int, contended: bool = False) -> str:
+         target_cpu_pct: float | None, all_cpus: int, contended: bool = False, capped_by_shaper: bool = False) -> str:
     """The rule behind limited_by, on plain values (the report applies it to folders written before that column)."""
     if tool_saturated and target_saturated:
         return "tool and target"
@@ -63,12 +70,46 @@ def side(tool_saturated: bool | None, target_saturated: bool | None, isolated: b
         return "target"
     if tool_saturated is None and target_saturated is None:
         return "not measured"
+    if capped_by_shaper:
+        return "shaper"
     if not isolated and cpu_pct is not None and target_cpu_pct is not None \
             and cpu_pct + target_cpu_pct >= SATURATED * 100 * all_cpus:
         return "shared CPUs"
     if contended:
         return "other processes on the machine"
     return "neither (latency or the tool's own limits)"
+
+
+def fill_shaper(row: RunRow, under_load: dict | None, duration_s: float) -> dict:
+    """rtt_loaded_ms and shaper_added_ms from the probe taken during the load; what meta.json keeps of it.
+    A probe that ended after the tool's duration saw part of the idle tail: not used."""
+    if not under_load:
+        return {}
+    via, direct = under_load.get("via_ms"), under_load.get("direct_ms")
+    usable = via is not None and direct is not None and under_load.get("ended_s", duration_s + 1) <= duration_s
+    if usable and row.rtt_measured_ms is not None:
+        row.rtt_loaded_ms = via
+        row.shaper_added_ms = via - direct - row.rtt_measured_ms
+    why = "" if usable else under_load.get("error") or "the probe did not end within the tool's duration"
+    return {"shaper_under_load": {**under_load, **({"not_used": why} if why else {})}}
+
+
+def shaper_capped(row: RunRow) -> bool:
+    """The shaper added a delay of its own under load, and the closed-model run fell short of VUs / RTT."""
+    if row.shaper_added_ms is None or row.rate_target_rps is not None or not row.rtt_measured_ms or not row.rps:
+        return False
+    latency_bound = row.vus * 1000 / row.rtt_measured_ms
+    return row.shaper_added_ms > max(0.1 * row.rtt_target_ms, 0.5) and row.rps < SATURATED * latency_bound
+
+
+def shaper_note(row: RunRow) -> str:
+    if row.limited_by != "shaper" or not row.rtt_loaded_ms:
+        return ""
+    return (f"limited by the shaper: under this load Toxiproxy added {row.shaper_added_ms:.1f} ms to the "
+            f"{row.rtt_measured_ms:.1f} ms RTT (probed through it and straight to Nginx while the tool ran), a "
+            f"ceiling of {row.vus * 1000 / row.rtt_loaded_ms:,.0f} rps for {row.vus} VUs against "
+            f"{row.vus * 1000 / row.rtt_measured_ms:,.0f} at the idle RTT"
+            + (f"; Toxiproxy's own CPU {row.shaper_cpu_pct:.0f}%" if row.shaper_cpu_pct is not None else ""))
 
 
 MEMORY_CHECK_TOLERANCE = 0.10
@@ -129,6 +170,7 @@ def fill(row: RunRow, execution: Execution, window: tuple[float, float] | None, 
     row.req_per_cpu_s = req_per_cpu_s(row.requests, row.cpu_avg_pct, row.measured_s or row.duration_s)
     notes = [memory_note(tool, check_name)]
     proxy = groups.get("toxiproxy")
+    row.shaper_cpu_pct = proxy.cpu_avg_pct if proxy is not None else None
     if proxy is not None and proxy.cpu_avg_pct is not None:
         notes.append(f"target_cpu_pct counts Toxiproxy ({proxy.cpu_avg_pct:.0f}%) beside Nginx: both run on the "
                      "target's CPUs")

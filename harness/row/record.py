@@ -97,6 +97,7 @@ class RunRecord:
     proxy_beside_tool: bool = False    # two machines: Toxiproxy ran beside the tool
     server_requests: int | None = None
     stall: dict | None = None          # StallRecord's fields as it happened
+    shaper_load: dict | None = None    # Toxiproxy: the RTT probed during the load (shaping.loaded_probe)
     baseline: str | None = None        # the tool's 1-VU baseline run, relative to the results folder
     capture: dict | None = None        # --capture: the wire summary (or why there is none)
     unrunnable: str | None = None      # unsupported/failed before anything ran: the reason

@@ -5,15 +5,16 @@ from __future__ import annotations
 from harness.results import RunRow
 
 
-def fill(row: RunRow, capture: dict) -> None:
-    """``capture``: the capture's summary, ``{"skipped": why}`` or ``{"error": ...}`` (see Capture.summary)."""
+def fill(row: RunRow, capture: dict, probe_gets: int = 0) -> None:
+    """``capture``: the capture's summary, ``{"skipped": why}`` or ``{"error": ...}`` (see Capture.summary);
+    ``probe_gets``: requests on the captured path that were the harness's RTT probe, not the tool's."""
     if "skipped" in capture:
         _note(row, f"no wire capture: {capture['skipped']}")
         return
     if "error" in capture:
         _note(row, f"wire capture unreadable: {capture['error']}")
         return
-    row.wire_requests = capture["pairs"]
+    row.wire_requests = capture["pairs"] - probe_gets
     row.wire_p50_ms, row.wire_p99_ms = capture["p50_ms"], capture["p99_ms"]
     row.wire_connect_ms = capture.get("connect_p50_ms")      # summaries stored before it lack the key
     if row.lat_p50_ms is not None and row.wire_p50_ms is not None:

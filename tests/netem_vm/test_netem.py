@@ -102,6 +102,33 @@ def test_netem_delays_the_handshake(netem_rows):
         assert min(connects) >= 0.8 * target, (row["scenario"], row["tool"], connects)
 
 
+# --- Toxiproxy as the limit: named "shaper" (harness/row/bottleneck.py), never "neither" --------------------
+
+@pytest.fixture(scope="module")
+def toxiproxy_wrk(tmp_path_factory) -> dict:
+    """wrk at 100 VUs, 50 ms through Toxiproxy: in TCG it got 756 rps where netem gave 1,925 (README).
+    10 s: the probe under the load starts 4 s in, and Python itself starts slowly here."""
+    results = out_root(tmp_path_factory, "toxiproxy-wrk")
+    result = harness_run(results, "--shaper", "toxiproxy", "--tools", "wrk", "--scenarios",
+                         "scenarios/shootout.yaml:vu100-rtt50", "--duration", "10")
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+    print(result.stdout[-1500:])
+    (row,) = rows_of(results)
+    row["meta"] = json.loads((results / "latest" / row["run_dir"] / "meta.json").read_text())
+    return row
+
+
+def test_a_run_toxiproxy_capped_says_shaper_where_netem_did_not_cap(toxiproxy_wrk, netem_rows):
+    row = toxiproxy_wrk
+    netem = next(r for r in netem_rows if (r["scenario"], r["tool"]) == ("vu100-rtt50", "wrk"))
+    bound = 100 * 1000 / float(row["rtt_measured_ms"])
+    assert float(row["rps"]) < 0.9 * bound <= float(netem["rps"]), (row["rps"], netem["rps"])   # the cap exists
+    assert row["limited_by"] == "shaper", (row["limited_by"], row["meta"].get("shaper_under_load"))
+    assert float(row["shaper_added_ms"]) > 5 and float(row["rtt_loaded_ms"]) > 55 and float(row["shaper_cpu_pct"]) > 0
+    assert "ceiling of" in row["notes"]
+    assert netem["limited_by"] != "shaper" and netem["rtt_loaded_ms"] == netem["shaper_cpu_pct"] == ""
+
+
 # --- the same with Toxiproxy, side by side: what the fallback changes -----------------------------------------
 
 @pytest.fixture(scope="module")
