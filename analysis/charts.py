@@ -93,27 +93,9 @@ def _mark_not_ok(ax: plt.Axes, status: pd.Series) -> None:
                 va="center", ha="left", color=STATUS_COLORS.get(text.split(",")[0], "tab:red"))
 
 
-def _flag(column: pd.Series) -> pd.Series:
-    return column.astype(str).str.lower() == "true"
-
-
-def target_capacity(df: pd.DataFrame) -> tuple[float, str]:
-    """Nginx's capacity as measured: the best RPS of any run in which Nginx itself was saturated
-    (target_saturated: >= 90% of its CPUs over the load window). NaN, and why, when none was."""
-    ok = df[(df["status"] == OK)]
-    if "target_saturated" not in ok:
-        return np.nan, "not measured (these results predate target CPU sampling)"
-    saturated = ok[_flag(ok["target_saturated"])]
-    if saturated.empty:
-        return np.nan, "not measured: no run saturated the target"
-    best = saturated.loc[saturated["rps"].idxmax()]
-    return best["rps"], f"best run with Nginx >= 90% of its CPUs: {best['label']}, {best['scenario']}"
-
-
 def rps(df: pd.DataFrame) -> plt.Figure:
     fig, facets = _facets(df, "Requests per second (median, min-max whiskers)")
     stats = spread(df, "rps")
-    capacity, how = target_capacity(df)
     labels = sorted(df["label"].unique())
     for scenario, ax in facets:
         info = df[df["scenario"] == scenario].iloc[0]
@@ -121,14 +103,10 @@ def rps(df: pd.DataFrame) -> plt.Figure:
         _bars(ax, scenario_stats, labels)
         ceiling = info["vus"] / (info["rtt_target_ms"] / 1000)
         top = np.nanmax([scenario_stats["high"].max(), 1.0])
-        # A reference line far beyond the bars would squash them: such lines are named in the title.
-        for value, style, name in ((ceiling, dict(color="tab:red", linestyle="--"), "VUs/RTT ceiling"),
-                                   (capacity, dict(color="tab:green", linestyle=":"), "target capacity")):
-            if not np.isnan(value) and value <= 1.6 * top:
-                ax.axvline(value, linewidth=1.2, label=f"{name} {value:,.0f}", **style)
-        measured = f"{capacity:,.0f} rps\n({how})" if not np.isnan(capacity) else f"\n{how}"
-        ax.set_title(f"{scenario} ({info['vus']:.0f} VUs, {info['rtt_target_ms']:g} ms)\n"
-                     f"ceiling {ceiling:,.0f} · target capacity {measured}", fontsize=8)
+        if ceiling <= 1.6 * top:    # a line far beyond the bars would squash them: the title names it
+            ax.axvline(ceiling, color="tab:red", linestyle="--", linewidth=1.2, label=f"VUs/RTT ceiling {ceiling:,.0f}")
+        ax.set_title(f"{scenario} ({info['vus']:.0f} VUs, {info['rtt_target_ms']:g} ms)\nceiling {ceiling:,.0f}",
+                     fontsize=8)
         ax.set_xlabel("requests/s", fontsize=8)
         ax.xaxis.set_major_formatter(matplotlib.ticker.EngFormatter(sep=""))
         ax.legend(fontsize=7, loc="lower right") if ax.get_legend_handles_labels()[0] else None
@@ -359,8 +337,7 @@ def counting(df: pd.DataFrame) -> plt.Figure:
 NEEDS_CAPTURE = {"added_latency", "latency_accuracy"}   # drawn only from --capture runs (wire_* columns)
 
 CHARTS: dict[str, tuple[str, Callable[[pd.DataFrame], plt.Figure | None]]] = {
-    "rps": ("Requests per second per tool and scenario, with the VUs/RTT ceiling and the target's capacity, measured: "
-            "the best RPS of any run in which Nginx reached 90% of its CPUs (no line when no run saturated it)", rps),
+    "rps": ("Requests per second per tool and scenario, with the VUs/RTT ceiling", rps),
     "latency": ("Response time per tool and VU level", latency),
     "added_latency": ("Latency the tool itself adds: its p50 minus the wire's p50 (captured runs only)", added_latency),
     "latency_accuracy": (f"Latency accuracy: each tool's reported p50 and p99 next to the wire's; {WIRE_CAPTION}",

@@ -274,3 +274,19 @@ def test_an_ok_run_whose_memory_per_vu_is_not_measurable_says_so_in_its_chart():
 def test_summary_numbers_never_print_in_exponent_form():
     from analysis.report import _number
     assert [_number(v) for v in (999.9, 999.4, 12345.6, 0.01234, 99.96)] == ["1,000", "999", "12,346", "0.0123", "100"]
+
+
+def test_the_rps_chart_draws_no_target_capacity(tmp_path):
+    """A capacity line would be the chart's own best bar (circular), repeated on panels where it cannot
+    apply: there is none until a real capacity measurement exists."""
+    import matplotlib.pyplot as plt
+    import analysis.charts
+    df = with_limits(load_results(*SAMPLE))
+    fig = CHARTS["rps"][1](df)
+    try:
+        texts = [a.get_title() for a in fig.axes] + [t.get_label() for a in fig.axes for t in a.get_lines()]
+        assert not any("capacity" in t for t in texts), texts
+    finally:
+        plt.close(fig)
+    assert not hasattr(analysis.charts, "target_capacity")
+    assert "capacity" not in build(SAMPLE, tmp_path).read_text()
