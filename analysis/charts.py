@@ -12,6 +12,7 @@ from collections.abc import Callable
 import matplotlib
 
 matplotlib.use("Agg")
+import matplotlib.artist  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import matplotlib.ticker  # noqa: E402
 import numpy as np  # noqa: E402
@@ -51,16 +52,36 @@ def _facets(df: pd.DataFrame, title: str) -> tuple[plt.Figure, list[tuple[str, p
     fig, axes = plt.subplots(rows, cols, figsize=(5.4 * cols, 0.6 + rows * (1.6 + 0.3 * labels)), squeeze=False)
     for ax in axes.flat[len(scenarios):]:
         ax.set_visible(False)
-    fig.suptitle(title, fontsize=12, x=0.01, ha="left")
+    # placed in inches from the top (a fraction of a tall figure's height ran into what is under it); _layout
+    # makes room for it
+    fig.suptitle(title, fontsize=12, x=0.01, y=1 - PAD_IN / fig.get_figheight(), ha="left", va="top", wrap=True,
+                 in_layout=False, gid="title")
     return fig, list(zip(scenarios, axes.flat))
 
 
-def _legend_under_title(fig: plt.Figure, ax: plt.Axes, ncol: int, bottom: float = 0.0) -> None:
-    """One legend for every facet, on its own line under the title (beside it, a long title ran into it)."""
-    inches = fig.get_figheight()
-    fig.legend(*ax.get_legend_handles_labels(), loc="upper right", bbox_to_anchor=(1, 1 - 0.42 / inches),
-               fontsize=8, ncol=ncol)
-    fig.tight_layout(rect=(0, bottom, 1, 1 - 0.8 / inches))
+PAD_IN = 0.1    # inches between the title, the legend, the panels and the caption
+
+
+def _layout(fig: plt.Figure, legend_from: plt.Axes | None = None, ncol: int = 1, caption: str = "") -> None:
+    """Stacks, top down, the title, the legend shared by every facet (the entries of ``legend_from``) on a
+    line of its own, the panels, and ``caption`` under them; each measured, so none runs into another."""
+    renderer = fig.canvas.get_renderer()
+    height = fig.get_figheight()
+
+    def inches(artist: matplotlib.artist.Artist) -> float:
+        return artist.get_window_extent(renderer).height / fig.dpi
+
+    title = next(t for t in fig.texts if t.get_gid() == "title")
+    top = PAD_IN + inches(title) + PAD_IN
+    if legend_from is not None:
+        legend = fig.legend(*legend_from.get_legend_handles_labels(), loc="upper right", fontsize=8, ncol=ncol,
+                            bbox_to_anchor=(1, 1 - top / height), borderaxespad=0)
+        top += inches(legend) + PAD_IN
+    bottom = 0.0
+    if caption:
+        text = fig.text(0.01, PAD_IN / height, caption, fontsize=7, color="#555", wrap=True)
+        bottom = (PAD_IN + inches(text)) / height
+    fig.tight_layout(rect=(0, bottom, 1, 1 - top / height))
 
 
 def _bars(ax: plt.Axes, stats: pd.DataFrame, labels: list[str], color: str = "tab:blue", offset: float = 0.0,
@@ -103,14 +124,14 @@ def rps(df: pd.DataFrame) -> plt.Figure:
         _bars(ax, scenario_stats, labels)
         ceiling = info["vus"] / (info["rtt_target_ms"] / 1000)
         top = np.nanmax([scenario_stats["high"].max(), 1.0])
-        if ceiling <= 1.6 * top:    # a line far beyond the bars would squash them: the title names it
-            ax.axvline(ceiling, color="tab:red", linestyle="--", linewidth=1.2, label=f"VUs/RTT ceiling {ceiling:,.0f}")
-        ax.set_title(f"{scenario} ({info['vus']:.0f} VUs, {info['rtt_target_ms']:g} ms)\nceiling {ceiling:,.0f}",
-                     fontsize=8)
+        drawn = ceiling <= 1.6 * top    # a line far beyond the bars would squash them
+        if drawn:
+            ax.axvline(ceiling, color="tab:red", linestyle="--", linewidth=1.2)
+        ax.set_title(f"{scenario} ({info['vus']:.0f} VUs, {info['rtt_target_ms']:g} ms)\nVUs/RTT ceiling "
+                     f"{ceiling:,.0f} ({'red dashed line' if drawn else 'off the axis'})", fontsize=8)
         ax.set_xlabel("requests/s", fontsize=8)
         ax.xaxis.set_major_formatter(matplotlib.ticker.EngFormatter(sep=""))
-        ax.legend(fontsize=7, loc="lower right") if ax.get_legend_handles_labels()[0] else None
-    fig.tight_layout()
+    _layout(fig)
     return fig
 
 
@@ -130,7 +151,7 @@ def latency(df: pd.DataFrame) -> plt.Figure:
         ax.set_title(f"{scenario} (RTT {rtt:g} ms)", fontsize=9)
         ax.set_xlabel("ms (log)", fontsize=8)
         _log_axis(ax)
-    _legend_under_title(fig, facets[0][1], ncol=5)
+    _layout(fig, facets[0][1], ncol=5)
     return fig
 
 
@@ -165,7 +186,7 @@ def _simple(metric: str, title: str, unit: str, reference: float | None = None,
                 ax.axvline(reference, color="grey", linewidth=0.8)
             ax.set_title(scenario, fontsize=9)
             ax.set_xlabel(unit, fontsize=8)
-        fig.tight_layout()
+        _layout(fig)
         return fig
     return draw
 
@@ -202,8 +223,7 @@ def latency_accuracy(df: pd.DataFrame) -> plt.Figure | None:
         ax.set_title(f"{scenario} (RTT {subset['rtt_target_ms'].iloc[0]:g} ms)", fontsize=9)
         ax.set_xlabel("ms (log)", fontsize=8)
         _log_axis(ax)
-    fig.text(0.01, 0.005, WIRE_CAPTION, fontsize=7, color="#555")
-    _legend_under_title(fig, facets[0][1], ncol=4, bottom=0.04)
+    _layout(fig, facets[0][1], ncol=4, caption=WIRE_CAPTION)
     return fig
 
 
@@ -217,8 +237,7 @@ def memory(df: pd.DataFrame) -> plt.Figure:
         ax.set_title(scenario, fontsize=9)
         ax.set_xlabel("MiB (log)", fontsize=8)
         _log_axis(ax)
-        ax.legend(fontsize=7, loc="lower right")
-    fig.tight_layout()
+    _layout(fig, facets[0][1], ncol=2)    # a legend in a panel covered its bars
     return fig
 
 
@@ -251,8 +270,7 @@ def docker_vs_host(df: pd.DataFrame) -> plt.Figure | None:
         _rows(ax, labels)
         _mark_not_ok(ax, statuses[scenario].reindex(labels))
         ax.set_title(scenario, fontsize=9)
-        ax.legend(fontsize=7, loc="lower right")
-    fig.tight_layout()
+    _layout(fig, facets[0][1], ncol=2)    # a legend in a panel covered its bars
     return fig
 
 
@@ -317,7 +335,7 @@ def bottleneck(df: pd.DataFrame) -> plt.Figure:
         split = "; ".join(f"tool on {t or 'all'}, Nginx on {g or 'all'}" for t, g in cpus.itertuples(index=False))
         ax.set_title(f"{scenario} ({split})", fontsize=8)
         ax.set_xlabel("% of the side's CPUs", fontsize=8)
-    _legend_under_title(fig, facets[0][1], ncol=2)
+    _layout(fig, facets[0][1], ncol=2)
     return fig
 
 

@@ -290,3 +290,26 @@ def test_the_rps_chart_draws_no_target_capacity(tmp_path):
         plt.close(fig)
     assert not hasattr(analysis.charts, "target_capacity")
     assert "capacity" not in build(SAMPLE, tmp_path).read_text()
+
+
+@pytest.mark.parametrize("scenarios, runtimes", [(4, 1), (1, 1), (2, 3)],
+                         ids=["two rows", "one narrow panel", "one tall row"])
+def test_the_title_the_legend_and_the_panel_titles_never_overlap(scenarios, runtimes):
+    """A tall figure's title ran into the first panel's title, and the latency legend into the title;
+    a narrow one's title ran off the figure. ``runtimes``: each tool's rows once per (made-up) runtime."""
+    import matplotlib.pyplot as plt
+    df = with_limits(load_results(STALL_RESULTS))
+    df = df[df["scenario"].isin(sorted(df["scenario"].unique())[:scenarios])]
+    df = pd.concat([df.assign(label=df["label"] + f" ({n})") for n in range(runtimes)], ignore_index=True)
+    for name in sorted(set(CHARTS) - NEEDS_CAPTURE - {"docker_vs_host"}):
+        fig = CHARTS[name][1](df)
+        try:
+            renderer = fig.canvas.get_renderer()
+            title = next(t for t in fig.texts if t.get_gid() == "title").get_window_extent(renderer)
+            panels = [a.title.get_window_extent(renderer) for a in fig.axes if a.get_visible() and a.get_title()]
+            legends = [legend.get_window_extent(renderer) for legend in fig.legends]
+            assert 0 <= title.x0 and title.x1 <= fig.bbox.width and title.y1 <= fig.bbox.height, name
+            assert not any(title.overlaps(box) for box in panels + legends), name
+            assert not any(legend.overlaps(box) for legend in legends for box in panels), name
+        finally:
+            plt.close(fig)
