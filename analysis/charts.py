@@ -167,9 +167,11 @@ def _log_axis(ax: plt.Axes) -> None:
 
 
 def _simple(metric: str, title: str, unit: str, reference: float | None = None,
-            not_measurable: Callable[[pd.DataFrame], pd.Series] | None = None) -> Callable[[pd.DataFrame], plt.Figure]:
+            not_measurable: Callable[[pd.DataFrame], pd.Series] | None = None,
+            shared_x: bool = False) -> Callable[[pd.DataFrame], plt.Figure]:
     """``not_measurable``: the rows the harness left without the figure on purpose; such a
-    (scenario, label) gets "not measurable" at its place instead of a gap ("not reported")."""
+    (scenario, label) gets "not measurable" at its place instead of a gap ("not reported").
+    ``shared_x``: one x-scale for every panel, so that panels compare by eye."""
     def draw(df: pd.DataFrame) -> plt.Figure:
         fig, facets = _facets(df, title)
         stats = spread(df, metric)
@@ -186,6 +188,10 @@ def _simple(metric: str, title: str, unit: str, reference: float | None = None,
                 ax.axvline(reference, color="grey", linewidth=0.8)
             ax.set_title(scenario, fontsize=9)
             ax.set_xlabel(unit, fontsize=8)
+        if shared_x:
+            limits = np.array([ax.get_xlim() for _, ax in facets])
+            for _, ax in facets:
+                ax.set_xlim(limits[:, 0].min(), limits[:, 1].max())
         _layout(fig)
         return fig
     return draw
@@ -348,8 +354,8 @@ mem_per_vu = _simple("mem_per_vu_kb", "Memory per VU: (average RSS - the tool's 
 
 def counting(df: pd.DataFrame) -> plt.Figure:
     counted = df.assign(count_diff_pct=(df["requests"] - df["server_requests"]) / df["server_requests"] * 100)
-    return _simple("count_diff_pct", "Counting accuracy: (tool's requests - Nginx's count) / Nginx's count",
-                   "%", 0.0)(counted)
+    return _simple("count_diff_pct", "Counting accuracy: (tool's requests - Nginx's count) / Nginx's count "
+                   "(one scale for every panel)", "%", 0.0, shared_x=True)(counted)
 
 
 NEEDS_CAPTURE = {"added_latency", "latency_accuracy"}   # drawn only from --capture runs (wire_* columns)
