@@ -319,6 +319,11 @@ def with_limits(df: pd.DataFrame) -> pd.DataFrame:
                      limited_by=limits)
 
 
+def short_side(limited_by: str) -> str:
+    """A limited_by without its explanation ("neither", "other processes")."""
+    return limited_by.replace(" (latency or the tool's own limits)", "").replace(" on the machine", "")
+
+
 def bottleneck(df: pd.DataFrame) -> plt.Figure:
     data = with_limits(df)
     fig, facets = _facets(data, f"Who limits the run: each side's CPU as % of its own CPUs (>= {SATURATED:.0%}: "
@@ -330,13 +335,10 @@ def bottleneck(df: pd.DataFrame) -> plt.Figure:
         _bars(ax, spread(subset, "target_cpu_share"), labels, color="tab:red", offset=0.2, height=0.4, name="Nginx")
         ax.axvline(SATURATED * 100, color="grey", linestyle="--", linewidth=0.8)
         ok = subset[subset["status"] == OK]     # a killed run's CPU is no figure to scale the axis to
-        right = max(160.0, np.nanmax([ok["tool_cpu_share"].max(), ok["target_cpu_share"].max(), 0]) * 1.05)
-        ax.set_xlim(0, right)
-        for y, label in enumerate(labels):
-            runs = subset[(subset["label"] == label) & (subset["status"] == OK)]
-            sides = ", ".join(sorted(set(runs["limited_by"]))) if len(runs) else ""
-            ax.text(right * 0.99, y, sides.replace(" (latency or the tool's own limits)", "").replace(" on the machine", ""),
-                    fontsize=6, va="center", ha="right")
+        ax.set_xlim(0, 1.05 * max(100.0, np.nanmax([ok["tool_cpu_share"].max(), ok["target_cpu_share"].max(), 0])))
+        for y, label in enumerate(labels):    # right of the axes: beside the bars, over none
+            sides = ", ".join(sorted(set(ok.loc[ok["label"] == label, "limited_by"].map(short_side))))
+            ax.text(1.02, y, sides, transform=ax.get_yaxis_transform(), fontsize=7, va="center", ha="left")
         cpus = subset[["cpus_tool", "cpus_target"]].astype(object).fillna("").drop_duplicates()
         split = "; ".join(f"tool on {t or 'all'}, Nginx on {g or 'all'}" for t, g in cpus.itertuples(index=False))
         ax.set_title(f"{scenario} ({split})", fontsize=8)
@@ -371,7 +373,7 @@ CHARTS: dict[str, tuple[str, Callable[[pd.DataFrame], plt.Figure | None]]] = {
     "counting": ("Accuracy of counting: tool vs Nginx", counting),
     "bottleneck": ("Who is the bottleneck: tool and Nginx CPU, each against its own CPU set, and which side "
                    "saturated (>= 90% of its CPUs over the load window); Nginx's figure includes Toxiproxy where it shapes the RTT "
-                   "(it runs on Nginx's CPUs); the label at each bar is the side that limited the run", bottleneck),
+                   "(it runs on Nginx's CPUs); the label right of each row is the side that limited the run", bottleneck),
     "req_per_cpu": ("Requests per CPU-second of the tool: efficiency independent of how many cores it got", req_per_cpu),
     "mem_per_vu": ("Memory per VU above the tool's own 1-VU footprint (measured once per tool per suite)", mem_per_vu),
 }

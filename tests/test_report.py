@@ -329,3 +329,34 @@ def test_the_counting_chart_has_one_x_scale_for_every_panel():
         assert low <= diff.min() and high >= 0
     finally:
         plt.close(fig)
+
+
+def test_the_bottleneck_axis_ends_near_the_data_and_its_labels_sit_beside_the_bars():
+    """The axis ran to 160% whatever the data, with the limiting side written over the bars at its edge."""
+    import matplotlib.pyplot as plt
+    from analysis.charts import bottleneck
+    df = with_limits(load_results(REPO / "tests" / "fixtures" / "rederive" / "20261125T010420Z-host"))
+    top = max(df["tool_cpu_share"].max(), df["target_cpu_share"].max())
+    assert 50 < top < 100
+    fig = bottleneck(df)
+    try:
+        renderer = fig.canvas.get_renderer()
+        panels = [a for a in fig.axes if a.get_visible()]
+        for ax in panels:
+            assert ax.get_xlim() == (0, pytest.approx(105))           # 0..100% of the CPUs plus room
+            box = ax.get_window_extent(renderer)
+            labels = [t for t in ax.texts if t.get_text() and t.get_gid() != "status"]
+            assert {t.get_text() for t in labels} <= {"neither", "other processes"} and labels
+            for text in labels:
+                extent = text.get_window_extent(renderer)
+                assert box.x1 < extent.x0 and extent.x1 <= fig.bbox.width, text.get_text()
+                assert not any(extent.overlaps(bar.get_window_extent(renderer)) for bar in ax.patches)
+    finally:
+        plt.close(fig)
+    first = df.index[0]     # above 100% of its CPUs (top counted a stalled frame's time twice): still in view
+    df.loc[first, "cpu_avg_pct"] *= 150.0 / df.loc[first, "tool_cpu_share"]
+    fig = bottleneck(df)
+    try:
+        assert max(a.get_xlim()[1] for a in fig.axes if a.get_visible()) == pytest.approx(157.5)
+    finally:
+        plt.close(fig)
