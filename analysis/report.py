@@ -20,7 +20,7 @@ import pandas as pd
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from harness import REPO_ROOT
-from analysis.charts import CHARTS, OK, run_status, runtime_ratios, spread, with_limits
+from analysis.charts import CHARTS, OK, run_status, runtime_ratios, short_side, spread, with_limits
 from analysis.load import environment, load_results, scenario_order
 from analysis.stall import EXPLANATION as STALL_EXPLANATION, stall_table, write_stall_chart
 from harness.results import STATUSES
@@ -29,8 +29,13 @@ TEMPLATES = Path(__file__).resolve().parent / "templates"
 NO_CHART = {"docker_vs_host": "these results hold no run of the same tool and scenario in both runtimes",
             "added_latency": "no run was captured (--capture, Make CAPTURE=1)",
             "latency_accuracy": "no run was captured (--capture, Make CAPTURE=1)"}
-SUMMARY_METRICS = ["rps", "lat_p50_ms", "lat_p99_ms", "lat_added_ms", "mem_avg_mb", "mem_peak_mb", "cpu_avg_pct",
-                   "target_cpu_pct", "req_per_cpu_s", "mem_per_vu_kb"]
+# The summary's figures by runs.csv column, with short headers so that the table fits the page (each header's
+# title names its column).
+HEADERS = {"rps": "rps", "lat_p50_ms": "p50 ms", "lat_p99_ms": "p99 ms", "lat_added_ms": "added ms",
+           "mem_avg_mb": "RSS avg MiB", "mem_peak_mb": "RSS peak MiB", "cpu_avg_pct": "tool CPU %",
+           "target_cpu_pct": "Nginx CPU %", "req_per_cpu_s": "req / CPU-s", "mem_per_vu_kb": "KiB / VU",
+           "limited_by": "limited by"}
+SUMMARY_METRICS = [m for m in HEADERS if m != "limited_by"]     # limited_by is a word, not a spread
 
 
 def summary_table(df: pd.DataFrame) -> list[dict]:
@@ -48,7 +53,7 @@ def summary_table(df: pd.DataFrame) -> list[dict]:
         ok = runs[runs["status"] == OK]
         for metric, stats in spreads.items():
             row[metric] = _cell(stats, (key["scenario"], key["label"])) or _below_resolution(ok, metric)
-        row["limited_by"] = ", ".join(sorted(set(ok["limited_by"])))
+        row["limited_by"] = ", ".join(sorted(set(ok["limited_by"].map(short_side))))
         rows.append(row)
     return rows
 
@@ -128,7 +133,7 @@ def build(folders: list[Path], out: Path) -> Path:
                  for f in folders],
         charts=charts, missing=missing, summary=summary_table(df), runs=len(df),
         failed=failed_runs(df), failed_counts=status_counts(df),
-        ratios=ratios.round(3).to_dict("records"), metrics=[*SUMMARY_METRICS, "limited_by"],
+        ratios=ratios.round(3).to_dict("records"), headers=HEADERS,
         stall=stall_table(df), stall_explanation=STALL_EXPLANATION, stall_chart=write_stall_chart(df, out),
     )
     (out / "index.html").write_text(html)

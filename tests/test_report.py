@@ -1,6 +1,7 @@
 """The report on real results committed as sample data (results/sample/: a host and a Docker run
 of wrk and ab, two scenarios, two repetitions)."""
 import csv
+import re
 import shutil
 import subprocess
 from html.parser import HTMLParser
@@ -20,20 +21,25 @@ HOST = next(p for p in SAMPLE if p.name.endswith("-host"))
 
 
 class Tables(HTMLParser):
-    """Collects every table's rows (cell texts) by the table's id/class, and every img src."""
+    """Collects every table's rows by the table's id/class, and every img src. ``tables``: each cell's
+    full value, its title where it has one (a short header's runs.csv column, a rounded number's or a
+    cut note's value as written), else its text; ``shown``: the texts as the page shows them."""
 
     def __init__(self):
         super().__init__()
-        self.tables, self.images, self._current, self._cell = {}, [], None, None
+        self.tables, self.shown, self.images = {}, {}, []
+        self._current, self._shown, self._cell, self._title = None, None, None, None
 
     def handle_starttag(self, tag, attrs):
         attrs = dict(attrs)
         if tag == "table":
-            self._current = self.tables.setdefault(attrs.get("id") or attrs.get("class"), [])
+            key = attrs.get("id") or attrs.get("class")
+            self._current, self._shown = self.tables.setdefault(key, []), self.shown.setdefault(key, [])
         elif tag == "tr" and self._current is not None:
             self._current.append([])
+            self._shown.append([])
         elif tag in ("td", "th") and self._current is not None:
-            self._cell = ""
+            self._cell, self._title = "", attrs.get("title")
         elif tag == "img":
             self.images.append(attrs["src"])
 
@@ -43,10 +49,11 @@ class Tables(HTMLParser):
 
     def handle_endtag(self, tag):
         if tag in ("td", "th") and self._cell is not None:
-            self._current[-1].append(self._cell)
+            self._current[-1].append(self._cell if self._title is None else self._title)
+            self._shown[-1].append(self._cell)
             self._cell = None
         elif tag == "table":
-            self._current = None
+            self._current = self._shown = None
 
 
 def parse(html_file: Path) -> Tables:
@@ -360,3 +367,20 @@ def test_the_bottleneck_axis_ends_near_the_data_and_its_labels_sit_beside_the_ba
         assert max(a.get_xlim()[1] for a in fig.axes if a.get_visible()) == pytest.approx(157.5)
     finally:
         plt.close(fig)
+
+
+def test_the_summary_fits_the_page_with_short_headers(tmp_path):
+    """It was wider than 1,400 px, its scenario ids wrapped: short headers (each titled with its column),
+    ids that never wrap, a figure's min-max range on a line of its own, limited_by without its explanation."""
+    from analysis.report import HEADERS
+    folder = REPO / "tests" / "fixtures" / "rederive" / "20261125T010420Z-host"
+    assert "neither (latency or the tool's own limits)" in (folder / "runs.csv").read_text()
+    index = build([folder], tmp_path / "report")
+    page = parse(index)
+    header, shown = page.tables["summary"][0], page.shown["summary"][0]
+    assert header[-len(HEADERS):] == list(HEADERS) and shown[-len(HEADERS):] == list(HEADERS.values())
+    assert max(len(word) for h in HEADERS.values() for word in h.split()) <= 7      # was target_cpu_pct
+    html = index.read_text()
+    assert html.count('<td class="text id">') == 2 * (len(page.tables["summary"]) - 1)
+    assert re.search(r"td\.id \{ white-space: nowrap; \}", html)
+    assert {r[-1] for r in page.tables["summary"][1:]} == {"neither", "other processes"}
