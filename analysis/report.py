@@ -21,7 +21,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from harness import REPO_ROOT
 from analysis.charts import CHARTS, OK, run_status, runtime_ratios, short_side, spread, with_limits
-from analysis.load import environment, load_results, scenario_order
+from analysis.load import NUMERIC, environment, load_results, scenario_order
 from analysis.stall import EXPLANATION as STALL_EXPLANATION, stall_table, write_stall_chart
 from harness.results import STATUSES
 
@@ -96,10 +96,24 @@ def _number(value: float) -> str:
 
 
 def raw_rows(folder: Path) -> tuple[list[str], list[dict]]:
-    """runs.csv exactly as written (the report's tables must equal it)."""
+    """runs.csv exactly as written (the all-runs table must equal it, a shortened cell by its title)."""
     with (folder / "runs.csv").open(newline="") as handle:
-        reader = csv.DictReader(handle)
+        reader = csv.DictReader(handle, restval="")
         return list(reader.fieldnames or []), list(reader)
+
+
+TEXT_CHARS = 60     # a longer text (notes, an error) is cut in the all-runs table: rows stay one line tall
+
+
+def runs_cell(column: str, value: str) -> str:
+    """A runs.csv cell as the all-runs table shows it: a number rounded as in the summary (_number), a long
+    text cut; the page keeps the value as written in the cell's title."""
+    if column in NUMERIC and value:
+        try:
+            return _number(float(value))
+        except ValueError:
+            return value
+    return value if len(value) <= TEXT_CHARS else value[:TEXT_CHARS - 1] + "…"
 
 
 def metric_sources(folder: Path) -> dict[str, str]:
@@ -132,7 +146,7 @@ def build(folders: list[Path], out: Path) -> Path:
         folders=[{"name": f.name, "environment": environment(f), "raw": raw_rows(f), "sources": metric_sources(f)}
                  for f in folders],
         charts=charts, missing=missing, summary=summary_table(df), runs=len(df),
-        failed=failed_runs(df), failed_counts=status_counts(df),
+        failed=failed_runs(df), failed_counts=status_counts(df), runs_cell=runs_cell,
         ratios=ratios.round(3).to_dict("records"), headers=HEADERS,
         stall=stall_table(df), stall_explanation=STALL_EXPLANATION, stall_chart=write_stall_chart(df, out),
     )

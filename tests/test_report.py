@@ -384,3 +384,24 @@ def test_the_summary_fits_the_page_with_short_headers(tmp_path):
     assert html.count('<td class="text id">') == 2 * (len(page.tables["summary"]) - 1)
     assert re.search(r"td\.id \{ white-space: nowrap; \}", html)
     assert {r[-1] for r in page.tables["summary"][1:]} == {"neither", "other processes"}
+
+
+def test_the_all_runs_table_rounds_numbers_and_cuts_long_notes(tmp_path):
+    """It printed 0.228856 and rows ~400 px tall from long notes: numbers as in the summary (_number), a text
+    cut to one line; the value as written stays in the cell's title (the table still equals runs.csv)."""
+    from analysis.load import NUMERIC
+    from analysis.report import TEXT_CHARS, _number
+    folder = REPO / "tests" / "fixtures" / "rederive" / "20261125T010420Z-host"
+    with (folder / "runs.csv").open(newline="") as handle:
+        header, *rows = list(csv.reader(handle))
+    index = build([folder], tmp_path / "report")
+    page = parse(index)
+    assert page.tables["runs"] == [header, *rows]
+    shown = page.shown["runs"][1:]
+    numbers = [(written, text) for row, texts in zip(rows, shown) for column, written, text in zip(header, row, texts)
+               if column in NUMERIC and written]
+    assert all(text == _number(float(written)) for written, text in numbers)
+    assert any(len(written) > len(text) for written, text in numbers)                # there was something to round
+    notes = [texts[header.index("notes")] for texts in shown]
+    assert max(len(r[header.index("notes")]) for r in rows) > 400 and max(map(len, notes)) == TEXT_CHARS
+    assert re.search(r"table\.runs td \{ white-space: nowrap; \}", index.read_text())
