@@ -405,3 +405,10 @@ def test_the_all_runs_table_rounds_numbers_and_cuts_long_notes(tmp_path):
     notes = [texts[header.index("notes")] for texts in shown]
     assert max(len(r[header.index("notes")]) for r in rows) > 400 and max(map(len, notes)) == TEXT_CHARS
     assert re.search(r"table\.runs td \{ white-space: nowrap; \}", index.read_text())
+
+
+def test_a_folder_whose_meta_json_holds_no_row_still_has_a_report(tmp_path):
+    """tests/fixtures/shapers keeps only the shaping part of each meta.json: the report raised KeyError 'row'."""
+    folder = tmp_path / "netem"
+    shutil.copytree(REPO / "tests" / "fixtures" / "shapers" / "netem", folder)
+    assert "summary" in parse(build([folder], tmp_path / "report")).tables
