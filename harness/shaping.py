@@ -145,36 +145,42 @@ def shaped(session: Session, kind: str, rtt_ms: float, vus: int, log_dir: Path) 
 def loaded_probe(session: Session, shaped_target: Target, kind: str, rtt_ms: float,
                  duration_s: float) -> Iterator[dict | None]:
     """Toxiproxy only (netem is the kernel's and does not queue behind a process): while the tool
-    runs, LOADED_PROBE_AT of its duration after the launch, the RTT probe once straight to Nginx and
-    once through the shaper. The difference, beyond the idle RTT, is what the shaper itself added
-    under this load (harness/row/bottleneck.py: limited_by "shaper"). Yields the dict the probe
-    thread fills: at_s, count, direct_ms, via_ms, ended_s (s after the launch), or error."""
+    runs, LOADED_PROBE_AT of its duration after the launch, two RTT probes at once, one straight to
+    Nginx and one through the shaper (together, so that a short run still holds both). The difference,
+    beyond the idle RTT, is what the shaper itself added under this load (harness/row/bottleneck.py:
+    limited_by "shaper"). Yields the dict the probes fill: at_s, count, direct_ms, via_ms, ended_s (s
+    after the launch, the later probe's), or error; gets_direct and gets_via, the GETs each sent (the
+    warm-up and the timed ones), which the row takes out of Nginx's count and the wire's
+    (harness/row: probe_gets)."""
     if kind != "toxiproxy":
         yield None
         return
     found: dict = {"at_s": round(max(1.0, LOADED_PROBE_AT * duration_s), 3),
                    "count": max(10, probe_count(rtt_ms) // 3)}
-    origin, cancel = time.monotonic(), threading.Event()
+    origin, cancel, lock = time.monotonic(), threading.Event(), threading.Lock()
 
-    def probe() -> None:
+    def probe(path: str, target: Target) -> None:
         if cancel.wait(found["at_s"]):
             return
         try:
-            found["direct_ms"] = probe_rtt(session, session.target, rtt_ms, found["count"])["median_ms"]
-            found["gets_direct"] = found["count"] + 1
-            found["via_ms"] = probe_rtt(session, shaped_target, rtt_ms, found["count"])["median_ms"]
-            found["gets_via"] = found["count"] + 1
+            median = probe_rtt(session, target, rtt_ms, found["count"])["median_ms"]
+            figures = {f"{path}_ms": median, f"gets_{path}": found["count"] + 1}
         except (HarnessError, subprocess.TimeoutExpired) as exc:
-            found["error"] = str(exc)
-        found["ended_s"] = round(time.monotonic() - origin, 3)
+            figures = {"error": str(exc)}
+        with lock:
+            found.update(figures)
+            found["ended_s"] = max(found.get("ended_s", 0.0), round(time.monotonic() - origin, 3))
 
-    thread = threading.Thread(target=probe, name="lth-loaded-probe", daemon=True)
-    thread.start()
+    threads = [threading.Thread(target=probe, args=(path, target), name=f"lth-loaded-probe-{path}", daemon=True)
+               for path, target in (("direct", session.target), ("via", shaped_target))]
+    for thread in threads:
+        thread.start()
     try:
         yield found
     finally:
         cancel.set()
-        thread.join(timeout=70)
+        for thread in threads:
+            thread.join(timeout=70)
 
 
 @contextmanager
