@@ -107,10 +107,11 @@ def test_netem_delays_the_handshake(netem_rows):
 @pytest.fixture(scope="module")
 def toxiproxy_wrk(tmp_path_factory) -> dict:
     """wrk at 100 VUs, 50 ms through Toxiproxy: in TCG it got 756 rps where netem gave 1,925 (README).
-    10 s: the probe under the load starts 4 s in, and Python itself starts slowly here."""
+    20 s: the probe under the load starts 8 s in, and its two Python processes took ~10 s to start and
+    probe here (at 10 s it ended after wrk and was not used)."""
     results = out_root(tmp_path_factory, "toxiproxy-wrk")
     result = harness_run(results, "--shaper", "toxiproxy", "--tools", "wrk", "--scenarios",
-                         "scenarios/shootout.yaml:vu100-rtt50", "--duration", "10")
+                         "scenarios/shootout.yaml:vu100-rtt50", "--duration", "20")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
     print(result.stdout[-1500:])
     (row,) = rows_of(results)
@@ -122,7 +123,8 @@ def test_a_run_toxiproxy_capped_says_shaper_where_netem_did_not_cap(toxiproxy_wr
     row = toxiproxy_wrk
     netem = next(r for r in netem_rows if (r["scenario"], r["tool"]) == ("vu100-rtt50", "wrk"))
     bound = 100 * 1000 / float(row["rtt_measured_ms"])
-    assert float(row["rps"]) < 0.9 * bound <= float(netem["rps"]), (row["rps"], netem["rps"])   # the cap exists
+    # the cap exists: short of VUs / RTT, and well below what the same tool got through netem
+    assert float(row["rps"]) < min(0.9 * bound, 0.7 * float(netem["rps"])), (row["rps"], netem["rps"], bound)
     assert row["limited_by"] == "shaper", (row["limited_by"], row["meta"].get("shaper_under_load"))
     assert float(row["shaper_added_ms"]) > 5 and float(row["rtt_loaded_ms"]) > 55 and float(row["shaper_cpu_pct"]) > 0
     assert "ceiling of" in row["notes"]
