@@ -99,8 +99,8 @@ class RunRow(Figures, RunSetup):
                                           "empty for netem, which is the kernel's")
     rtt_loaded_ms: float | None = column("Toxiproxy: median RTT through it, probed while the tool ran "
                                          "(shaping.loaded_probe), ms")
-    shaper_added_ms: float | None = column("Toxiproxy: rtt_loaded_ms - the same probe straight to Nginx at that moment "
-                                           "- rtt_measured_ms: the delay the shaper added under this load, ms")
+    shaper_added_ms: float | None = column("Toxiproxy: rtt_loaded_ms - rtt_measured_ms: what the shaped path added under "
+                                           "this load (Toxiproxy's queue, and Nginx's on the CPUs it shares), ms")
 
 
 COLUMNS = [f.name for f in fields(RunRow)]

@@ -99,7 +99,7 @@ def derive(record: RunRecord, adapter: ToolAdapter, run_dir: Path, results_dir: 
         meta["traceback"] = record.traceback
     meta.update(bottleneck.fill_shaper(row, record.shaper_load, scenario.duration_s))
     row.limited_by = bottleneck.limited_by(row, len(record.cpu_split.available), meta.get("contended", False))
-    _note(row, bottleneck.shaper_note(row))
+    _note(row, bottleneck.shaper_note(row, record.shaper_load))
     withheld = withhold_results(row)
     if withheld:
         meta["withheld_figures"] = withheld
