@@ -79,7 +79,7 @@ rederive:
 test:
 	NEED_BROWSER=1 NEED_SSHD=1 scripts/deps.sh $(TEST_TOOLS)
 	$(PY) -m harness clean-state
-	LTH_TEST_TOOLS=all $(PY) -m pytest -q -rs tests; status=$$?; $(MAKE) --no-print-directory test-netem || status=1; exit $$status
+	LTH_TEST_TOOLS=all $(PY) -m pytest -q -rs --durations=25 tests; status=$$?; $(MAKE) --no-print-directory test-netem || status=1; exit $$status
 
 # netem on a real kernel: Debian's stock kernel booted with virtme-ng (scripts/install-vm.sh,
 # scripts/in-vm), the tests in tests/netem_vm run inside it in the host runtime; their results stay in
