@@ -27,6 +27,7 @@ from harness.shaping import netem_limit
 pytestmark = pytest.mark.e2e
 TOOLS = "wrk,ab,k6,oha,jmeter"
 BESIDE_TOXIPROXY = "wrk,ab,oha"  # the tools TCG leaves unsaturated: their figures show the shaper, not the tool
+LIGHT_TOOLS = BESIDE_TOXIPROXY
 SCENARIOS = "scenarios/shootout.yaml:vu20-rtt10,vu100-rtt50"
 DURATION = "5"
 GRACE = "120"                    # a JVM starting under TCG takes 30 s and more
@@ -81,15 +82,15 @@ def test_the_measured_rtt_is_within_the_harness_tolerance(netem_rows):
 
 
 @pytest.fixture(scope="module")
-def light_wrk(tmp_path_factory) -> dict:
-    """wrk at 50 VUs, 50 ms: 1,000 rps asked, about half of what the target's TCG core carries, so one
-    row always tests the p50 against the RTT (at ~2,000 rps the target's own queue can take it all)."""
+def light_rows(tmp_path_factory) -> list[dict]:
+    """wrk, ab and oha at 50 VUs, 50 ms: 1,000 rps asked, about half of what the target's TCG core
+    carries. At the issue's scenarios (~2,000 rps asked) that core queues: measured the same day, p50
+    49.5-50.7 ms at 50 ms on a quiet host and 56-60 ms on a busy one, with no side saturated."""
     results = out_root(tmp_path_factory, "netem-light")
-    result = harness_run(results, "--shaper", "netem", "--tools", "wrk", "--scenarios",
+    result = harness_run(results, "--shaper", "netem", "--tools", LIGHT_TOOLS, "--scenarios",
                          "scenarios/shootout.yaml:vu50-rtt50", "--duration", DURATION)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
-    (row,) = rows_of(results)
-    return row
+    return rows_of(results)
 
 
 def busy(row: dict) -> bool:
@@ -98,9 +99,9 @@ def busy(row: dict) -> bool:
                                                   for side in ("cpu_avg_pct", "target_cpu_pct"))
 
 
-def test_an_unsaturated_tools_p50_sits_on_the_rtt(netem_rows, light_wrk):
+def test_an_unsaturated_tools_p50_sits_on_the_rtt(light_rows):
     held = []
-    for row in [*netem_rows, light_wrk]:
+    for row in light_rows:
         if busy(row):
             continue
         # The probe is a Python process: under TCG its own cost puts it ~0.5 ms above a C tool's figure,
@@ -108,8 +109,15 @@ def test_an_unsaturated_tools_p50_sits_on_the_rtt(netem_rows, light_wrk):
         rtt, p50 = float(row["rtt_target_ms"]), float(row["lat_p50_ms"])
         assert rtt - max(0.1 * rtt, 0.5) <= p50 <= rtt + HOLD_MS, (row["scenario"], row["tool"], rtt, p50,
                                                                   row["cpu_avg_pct"], row["target_cpu_pct"])
-        held.append((row["scenario"], row["tool"]))
-    assert ("vu50-rtt50", "wrk") in held, ("wrk at 1,000 rps should leave both sides idle enough", light_wrk)
+        held.append(row["tool"])
+    assert "wrk" in held, ("wrk at 1,000 rps should leave both sides idle enough", light_rows)
+
+
+def test_every_p50_carries_the_whole_rtt(netem_rows):
+    """At any load netem's delay is in every request: no p50 below the RTT (less the harness's tolerance)."""
+    for row in netem_rows:
+        rtt, p50 = float(row["rtt_target_ms"]), float(row["lat_p50_ms"])
+        assert p50 >= rtt - max(0.1 * rtt, 0.5), (row["scenario"], row["tool"], rtt, p50)
 
 
 def test_netem_delays_the_handshake(netem_rows):
@@ -249,7 +257,7 @@ def netem_anywhere() -> list[str]:
     return [line for text in shown for line in text.splitlines() if "netem" in line]
 
 
-def test_a_finished_run_leaves_no_qdisc_namespace_or_link(netem_rows, light_wrk, thousand_vus):
+def test_a_finished_run_leaves_no_qdisc_namespace_or_link(netem_rows, light_rows, thousand_vus):
     assert leftovers() == [] and netem_anywhere() == []
 
 
