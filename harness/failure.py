@@ -7,6 +7,7 @@ that reads like an error; a Rust panic's message is the line after "panicked at 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 NOISE = re.compile(r"^(Node\.js v[\d.]+|note: run with `RUST_BACKTRACE=|at |\.\.\. \d+ more|[\^~\s{}()\[\],;]*$)")
 ERROR_LIKE = re.compile(r"error|panicked|exception|cannot|can't|could not|couldn't|unable|no such file|does not exist|"
@@ -29,3 +30,13 @@ def cause_line(stderr: str, stdout: str = "") -> str:
             line = f"{line} {following}"
         return line[:MAX_CHARS]
     return "no output"
+
+
+def name_the_missing_path(error: str, command: list[str]) -> str:
+    """A bare "No such file or directory" (oha's whole message) completed with the paths the command
+    line names (alone or after '=') whose folder does not exist: what it was most likely about."""
+    if "no such file" not in error.lower() or "/" in error:
+        return error
+    missing = [path for path in (arg.split("=", 1)[-1] for arg in command)
+               if path.startswith("/") and not Path(path).parent.is_dir()]
+    return f"{error} (its command names {', '.join(missing)}: no such folder)" if missing else error

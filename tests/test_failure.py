@@ -4,7 +4,7 @@ exist, as a relative results path inside a container once made them fail), not i
 import pytest
 
 from conftest import FIXTURES
-from harness.failure import cause_line
+from harness.failure import cause_line, name_the_missing_path
 
 CAUSES = {
     "artillery": "Error: Path does not exist: results/",       # last line: "Node.js v20.20.2"
@@ -37,3 +37,15 @@ def test_without_an_error_like_line_the_last_telling_line_and_stdout_when_stderr
     assert cause_line("starting\nstopped early\n") == "stopped early"
     assert cause_line("", "fatal: bad plan\n") == "fatal: bad plan"
     assert cause_line("", "") == "no output"
+
+
+def test_a_bare_no_such_file_names_the_path_whose_folder_is_missing(tmp_path):
+    """oha's real message has no path: the run's command line gives it."""
+    stderr = (FIXTURES / "failures" / "oha" / "stderr.txt").read_text()
+    missing = tmp_path / "missing" / "oha.json"
+    command = ["oha", "--no-tui", "-o", str(missing), f"--db-url={tmp_path / 'oha.db'}", "http://198.18.0.2/"]
+    error = name_the_missing_path(cause_line(stderr), command)
+    assert error == f"Error: No such file or directory (os error 2) (its command names {missing}: no such folder)"
+    # a message that names its path already, or another cause, is left as it is
+    assert name_the_missing_path("couldn't open /x/y: No such file", command) == "couldn't open /x/y: No such file"
+    assert name_the_missing_path("Connection refused", command) == "Connection refused"

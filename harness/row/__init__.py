@@ -17,7 +17,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 from harness.adapter import LATENCY_FIELDS, LatencyHistogram, Metrics, RunSpec, ToolAdapter, ToolOutput, below_resolution
-from harness.failure import cause_line
+from harness.failure import cause_line, name_the_missing_path
 from harness.results import COLUMNS, RunRow, withhold_results, write_meta
 from harness.row import bottleneck, merge, rate, wire
 from harness.row.record import BASELINE_SPEC, SCHEMA_VERSION, Execution, PartRecord, RunRecord, load_execution
@@ -132,6 +132,8 @@ def _part(record: RunRecord, part: PartRecord, adapter: ToolAdapter,
                    cpus=part.cpus, rate_rps=part.rate_rps, per_request=part.per_request)
     output = ToolOutput(spec, execution.stdout, execution.stderr, execution.exit_code or 0, execution.launched_at)
     meta.update(_figures(row, adapter, output, execution, record.grace_s))
+    if row.status == "failed":
+        row.error = name_the_missing_path(row.error, part.command)
     meta.update(bottleneck.fill(row, execution, meta["load_window_s"], record.cpu_split, part.memory_check_name,
                                 part.target_cores))
     histogram = None
