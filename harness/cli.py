@@ -136,8 +136,8 @@ def _split(args: argparse.Namespace) -> CpuSplit:
 
 def bottleneck_summary(rows: list) -> str:
     """Which side limited each run, grouped per scenario: `vu20-rtt0.1: tool: ab, wrk; target: k6`."""
-    lines = ["limited by (tool/target CPU >= 90% of its CPUs over the load window; shaper: Toxiproxy's own delay "
-             "under the load, harness/row/bottleneck.py):"]
+    lines = ["limited by (tool/target CPU >= 90% of its CPUs over the load window; shaper: the RTT through "
+             "Toxiproxy under the load, harness/row/bottleneck.py):"]
     for scenario in dict.fromkeys(r.scenario for r in rows):
         sides: dict[str, list[str]] = {}
         for row in (r for r in rows if r.scenario == scenario and r.status == "ok"):
