@@ -1,6 +1,7 @@
 """The study's charts, one function per question, each drawn from the loaded DataFrame.
 
-Repetitions are shown as the median with min-max whiskers, over the runs that ran ok. A metric a
+Repetitions are shown as the median with its 95% bootstrap interval as whiskers (analysis/uncertainty.py),
+over the runs that ran ok; a figure flagged "not measurable here" is written, not drawn. A metric a
 tool does not report is NaN and leaves a gap (never a zero bar); a (scenario, tool) with no ok run
 has its status ("failed", "timeout", "unsupported") written where its bar would be.
 """
@@ -18,13 +19,16 @@ import matplotlib.ticker  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from analysis.compare import compare  # noqa: E402
 from analysis.load import scenario_order  # noqa: E402
+from analysis.uncertainty import NOT_MEASURABLE as FLAGGED, estimate  # noqa: E402
 from harness.row.bottleneck import SATURATED, side  # noqa: E402
 from harness.results import STATUSES  # noqa: E402
 
 OK = "ok"
 NOT_MEASURABLE = "not measurable"
-STATUS_COLORS = {"failed": "tab:red", "timeout": "tab:red", "unsupported": "dimgrey", NOT_MEASURABLE: "dimgrey"}
+STATUS_COLORS = {"failed": "tab:red", "timeout": "tab:red", "unsupported": "dimgrey", NOT_MEASURABLE: "dimgrey",
+                 FLAGGED: "dimgrey"}
 
 
 def run_status(statuses: pd.Series) -> str:
@@ -36,12 +40,23 @@ def run_status(statuses: pd.Series) -> str:
 
 
 def spread(df: pd.DataFrame, metric: str) -> pd.DataFrame:
-    """Median, min, max and count of ``metric`` over the ok repetitions of each (scenario, label), and
-    ``status`` (run_status): a (scenario, label) without an ok run is kept, with NaN figures."""
-    keys = [df["scenario"], df["label"]]
-    stats = df[metric].where(df["status"] == OK).groupby(keys).agg(median="median", low="min", high="max", n="count")
-    stats["status"] = df["status"].groupby(keys).agg(run_status)
-    return stats.reset_index()
+    """Per (scenario, label), over its ok repetitions: the median of ``metric``, its 95% bootstrap interval
+    (``low``, ``high``; NaN for one run), ``n``, ``cv``, and ``status`` (run_status). A figure flagged "not
+    measurable here" (analysis/uncertainty.py: too few requests for the percentile, CV over the limit) has
+    no median and the flag as its status; a (scenario, label) without an ok run is kept, with NaN figures."""
+    rows = []
+    for (scenario, label), runs in df.groupby(["scenario", "label"]):
+        ok = runs[runs["status"] == OK]
+        requests = ok["requests"] if "requests" in ok else []
+        found = estimate(list(ok[metric]), metric, list(requests))
+        status = run_status(runs["status"])
+        if found.flag and status == OK:
+            status = found.flag
+        rows.append({"scenario": scenario, "label": label, "median": found.median if found.usable else np.nan,
+                     "low": np.nan if found.low is None else found.low,
+                     "high": np.nan if found.high is None else found.high,
+                     "n": found.n, "cv": found.cv, "status": status})
+    return pd.DataFrame(rows, columns=["scenario", "label", "median", "low", "high", "n", "cv", "status"])
 
 
 def _facets(df: pd.DataFrame, title: str) -> tuple[plt.Figure, list[tuple[str, plt.Axes]]]:
@@ -88,7 +103,7 @@ def _bars(ax: plt.Axes, stats: pd.DataFrame, labels: list[str], color: str = "ta
           height: float = 0.8, name: str | None = None) -> None:
     stats = stats.set_index("label").reindex(labels)
     y = np.arange(len(labels)) + offset
-    low = (stats["median"] - stats["low"]).clip(lower=0)
+    low = (stats["median"] - stats["low"]).clip(lower=0)      # the interval; none for one run
     high = (stats["high"] - stats["median"]).clip(lower=0)
     ax.barh(y, stats["median"], height=height, color=color, label=name,
             xerr=[low.fillna(0), high.fillna(0)], error_kw={"elinewidth": 0.8, "capsize": 2})
@@ -111,11 +126,11 @@ def _mark_not_ok(ax: plt.Axes, status: pd.Series) -> None:
             continue
         # x in axes fraction: the mark stays at the axis' left on a log scale, where x=0 does not exist
         ax.text(0.01, y, text, transform=ax.get_yaxis_transform(), gid="status", fontsize=7, fontstyle="italic",
-                va="center", ha="left", color=STATUS_COLORS.get(text.split(",")[0], "tab:red"))
+                va="center", ha="left", color=STATUS_COLORS.get(text.split(",")[0].split(":")[0], "tab:red"))
 
 
 def rps(df: pd.DataFrame) -> plt.Figure:
-    fig, facets = _facets(df, "Requests per second (median, min-max whiskers)")
+    fig, facets = _facets(df, "Requests per second (median over the runs, 95% interval whiskers)")
     stats = spread(df, "rps")
     labels = sorted(df["label"].unique())
     for scenario, ax in facets:
@@ -248,14 +263,17 @@ def memory(df: pd.DataFrame) -> plt.Figure:
 
 
 def runtime_ratios(df: pd.DataFrame) -> pd.DataFrame:
-    """Docker/host ratios of median RPS and p50 per (tool, scenario) present in both runtimes."""
-    ok = df[df["status"] == OK]
-    medians = ok.groupby(["tool", "scenario", "runtime"])[["rps", "lat_p50_ms"]].median().unstack("runtime")
-    if "docker" not in medians.columns.get_level_values(1) or "host" not in medians.columns.get_level_values(1):
-        return pd.DataFrame(columns=["tool", "scenario", "rps_ratio", "p50_ratio"])
-    ratios = pd.DataFrame({"rps_ratio": medians[("rps", "docker")] / medians[("rps", "host")],
-                           "p50_ratio": medians[("lat_p50_ms", "docker")] / medians[("lat_p50_ms", "host")]})
-    return ratios.dropna(how="all").reset_index()
+    """Docker/host ratios of median RPS and p50 per (tool, scenario) present in both runtimes, each with its
+    95% bootstrap interval and verdict (analysis/compare.py; "faster": Docker's RPS higher or p50 lower)."""
+    columns = ["tool", "scenario", *(f"{m}_{part}" for m in ("rps", "p50") for part in ("ratio", "low", "high", "verdict"))]
+    host, docker = df[df["runtime"] == "host"], df[df["runtime"] == "docker"]
+    if host.empty or docker.empty:
+        return pd.DataFrame(columns=columns)
+    found = compare(host, docker)
+    if found.empty:
+        return pd.DataFrame(columns=columns)
+    found.columns = [c.replace("lat_p50_ms_", "p50_") for c in found.columns]
+    return found[columns].dropna(subset=["rps_ratio", "p50_ratio"], how="all").reset_index(drop=True)
 
 
 def docker_vs_host(df: pd.DataFrame) -> plt.Figure | None:
@@ -264,14 +282,18 @@ def docker_vs_host(df: pd.DataFrame) -> plt.Figure | None:
         return None
     scenarios = df[["scenario", "vus", "rtt_target_ms"]].drop_duplicates("scenario")
     data = ratios.merge(scenarios, on="scenario").assign(label=lambda d: d["tool"])
-    fig, facets = _facets(data, "Container vs bare metal: Docker / host ratio (1 = no difference)")
+    fig, facets = _facets(data, "Container vs bare metal: Docker / host ratio of medians, 95% interval whiskers (1 = no difference)")
     statuses = {scenario: _runtime_status(df[df["scenario"] == scenario]) for scenario in data["scenario"].unique()}
     labels = sorted(set(data["label"]).union(*(s.index for s in statuses.values())))
     for scenario, ax in facets:
         subset = data[data["scenario"] == scenario].set_index("label").reindex(labels)
         y = np.arange(len(labels))
-        ax.barh(y - 0.2, subset["rps_ratio"], height=0.4, label="RPS ratio", color="tab:blue")
-        ax.barh(y + 0.2, subset["p50_ratio"], height=0.4, label="p50 ratio", color="tab:orange")
+        for metric, offset, name, color in (("rps", -0.2, "RPS ratio", "tab:blue"), ("p50", 0.2, "p50 ratio", "tab:orange")):
+            ratio = subset[f"{metric}_ratio"].astype(float)
+            errors = [(ratio - subset[f"{metric}_low"].astype(float)).clip(lower=0).fillna(0),
+                      (subset[f"{metric}_high"].astype(float) - ratio).clip(lower=0).fillna(0)]
+            ax.barh(y + offset, ratio, height=0.4, label=name, color=color, xerr=errors,
+                    error_kw={"elinewidth": 0.8, "capsize": 2})
         ax.axvline(1.0, color="grey", linewidth=0.8)
         _rows(ax, labels)
         _mark_not_ok(ax, statuses[scenario].reindex(labels))

@@ -22,6 +22,8 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from harness import REPO_ROOT
 from analysis.charts import CHARTS, OK, run_status, runtime_ratios, short_side, spread, with_limits
 from analysis.load import NUMERIC, environment, load_results, scenario_order
+from analysis import scorecard
+from analysis.uncertainty import CV_LIMIT, NOT_MEASURABLE as FLAGGED
 from analysis.stall import EXPLANATION as STALL_EXPLANATION, stall_table, write_stall_chart
 from harness.results import STATUSES
 
@@ -39,8 +41,8 @@ SUMMARY_METRICS = [m for m in HEADERS if m != "limited_by"]     # limited_by is 
 
 
 def summary_table(df: pd.DataFrame) -> list[dict]:
-    """Median (min-max) per (scenario, label) over its ok repetitions; empty where unreported or where
-    no run was ok (``status`` then says how they ended)."""
+    """Median (95% interval) per (scenario, label) over its ok repetitions; the flag where the figure is not
+    measurable here; empty where unreported or where no run was ok (``status`` then says how they ended)."""
     rows = []
     order = {s: i for i, s in enumerate(scenario_order(df))}
     keys = df[["scenario", "label", "tool", "runtime"]].drop_duplicates()
@@ -77,10 +79,12 @@ def status_counts(df: pd.DataFrame) -> str:
 
 
 def _cell(stats: pd.DataFrame, key: tuple) -> str:
-    if key not in stats.index or pd.isna(stats.loc[key, "median"]):
+    if key not in stats.index:
         return ""
-    median, low, high, n = stats.loc[key, ["median", "low", "high", "n"]]
-    return _number(median) if n < 2 else f"{_number(median)} ({_number(low)}–{_number(high)})"
+    median, low, high, status = stats.loc[key, ["median", "low", "high", "status"]]
+    if pd.isna(median):
+        return status if status.startswith(FLAGGED) else ""
+    return _number(median) if pd.isna(low) else f"{_number(median)} ({_number(low)}–{_number(high)})"
 
 
 def _below_resolution(runs: pd.DataFrame, metric: str) -> str:
@@ -93,6 +97,14 @@ def _number(value: float) -> str:
     """Three significant digits below 1000, whole numbers with separators above (999.9 is "1,000", never "1e+03")."""
     short = f"{value:.3g}"
     return f"{value:,.0f}" if abs(value) >= 1000 or "e" in short else short
+
+
+def _ratio(value: float) -> str:
+    return "" if value is None or pd.isna(value) else f"{value:.3g}"
+
+
+def _interval(low: float | None, high: float | None) -> str:
+    return "" if low is None or pd.isna(low) else f"{low:.3g}–{high:.3g}"
 
 
 def raw_rows(folder: Path) -> tuple[list[str], list[dict]]:
@@ -140,6 +152,8 @@ def build(folders: list[Path], out: Path) -> Path:
         plt.close(figure)
         charts.append({"name": name, "caption": caption})
     ratios = runtime_ratios(df)
+    card = scorecard.build(df)
+    scorecard.write_csv(card, out / "scorecard.csv")
     page = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape()).get_template("report.html.j2")
     html = page.render(
         generated=datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -147,7 +161,9 @@ def build(folders: list[Path], out: Path) -> Path:
                  for f in folders],
         charts=charts, missing=missing, summary=summary_table(df), runs=len(df),
         failed=failed_runs(df), failed_counts=status_counts(df), runs_cell=runs_cell,
-        ratios=ratios.round(3).to_dict("records"), headers=HEADERS,
+        ratios=ratios.to_dict("records"), ratio_text=_ratio, interval_text=_interval, headers=HEADERS,
+        scorecard=card, scorecard_headers=scorecard.HEADERS, scorecard_columns=scorecard.COLUMNS,
+        cv_limit=f"{CV_LIMIT:.0%}",
         stall=stall_table(df), stall_explanation=STALL_EXPLANATION, stall_chart=write_stall_chart(df, out),
     )
     (out / "index.html").write_text(html)

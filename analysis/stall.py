@@ -61,7 +61,8 @@ def stall_table(df: pd.DataFrame) -> list[dict]:
     for _, row in rows.sort_values(["scenario", "label"]).iterrows():
         cells = {c: row.get(c) for c in COLUMNS}
         cells["tool"] = row["label"]
-        cells["model"] = "open" if not pd.isna(row["rate_target_rps"]) else f"closed, {row['vus']:.0f} users"
+        cells["model"] = (f"open, ≤ {row['vus']:,.0f} connections" if not pd.isna(row["rate_target_rps"])
+                          else f"closed, {row['vus']:.0f} users")
         cells["verdict"] = verdict(row)
         table.append({c: _number(v) for c, v in cells.items()})
     return table

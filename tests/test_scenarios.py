@@ -93,7 +93,9 @@ def test_open_model_has_rate_runs_at_both_rtts_with_and_without_the_stall():
     scenarios = load_file(OPEN_MODEL)
     assert {(s.rtt_ms, s.stall_ms) for s in scenarios} == {(0.1, None), (0.1, 1000), (10, None), (10, 1000)}
     assert {s.rate_rps for s in scenarios} == {1000}
-    assert all(s.closed_model_tools == "run" for s in scenarios if s.stall_ms)
+    # the stall at the 50-connection budget every tool gets, and again with 2,000 for open-model tools only
+    budgets = {(s.rtt_ms, s.vus, s.closed_model_tools) for s in scenarios if s.stall_ms}
+    assert budgets == {(0.1, 50, "run"), (10, 50, "run"), (0.1, 2000, "unsupported"), (10, 2000, "unsupported")}
 
 
 def test_a_duration_override_that_cuts_the_stall_is_refused():

@@ -1,0 +1,315 @@
+"""The scorecard (issue 26): one row per tool answering "which tool should I trust?", first in the report
+and in scorecard.csv.
+
+Each cell is built from the loaded runs (analysis/load.py) and names its source: the scenario and the
+runs it came from (``<column>_source``), or why it is empty (``<column>`` then holds the reason). The
+sentence per tool is generated from the cells, never written by hand.
+"""
+from __future__ import annotations
+
+import csv
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from analysis.charts import OK
+from analysis.load import scenario_order
+from analysis.stall import stall_rows, verdict as stall_verdict
+from analysis.uncertainty import CV_LIMIT, Estimate, estimate, rank
+
+NO_REPEATS = "one run: no spread (REPEAT=3 or more)"
+
+
+@dataclass
+class Cell:
+    text: str                          # what the page shows
+    value: float | None = None         # what the column sorts by (None: sorts last)
+    source: str = ""                   # the runs it came from, or why it is empty
+    facts: dict = field(default_factory=dict)   # what the sentence is built from
+
+
+COLUMNS: dict[str, str] = {
+    "req_per_cpu_s": "requests per CPU-second of the tool, median and 95% interval over the runs, in the "
+                     "closed-model scenario with the lowest RTT and most VUs (where every tool is pushed); rank 1 + "
+                     "the tools wholly above it, \"=\" where intervals overlap",
+    "max_vus_ok": "the highest VU level up to which every closed-model run was ok, and what happened above it",
+    "p50_error_ms": "the tool's p50 minus the wire's p50 (--capture), ms: the largest of its scenarios' medians",
+    "p99_error_ms": "the tool's p99 minus the wire's p99 (--capture), ms: the largest of its scenarios' medians",
+    "stall": "the stall test (scenarios/open-model.yaml): what the tool saw of a 1 s freeze of Nginx, per "
+             "connection budget (the scenario's VUs caps connections/users; open-model tools also run with 2,000)",
+    "mem_per_vu_kb": "RSS per VU above the tool's 1-VU footprint, KiB, at the highest VU level it ran ok",
+    "rps_cv": "stability: the coefficient of variation of RPS over the runs, worst scenario (> "
+              f"{CV_LIMIT:.0%}: not measurable here)",
+    "open_model": "whether the tool can send at a fixed arrival rate here (yes), cannot (no), or can but the harness "
+                  "does not drive it that way yet (not wired)",
+}
+HEADERS = {"req_per_cpu_s": "req / CPU-s", "max_vus_ok": "ok up to VUs", "p50_error_ms": "p50 − wire ms",
+           "p99_error_ms": "p99 − wire ms", "stall": "stall test", "mem_per_vu_kb": "KiB / VU",
+           "rps_cv": "RPS CV", "open_model": "open model"}
+
+
+def _number(value: float) -> str:
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
+
+
+def _closed(df: pd.DataFrame) -> pd.DataFrame:
+    """The closed-model runs of the shootout's kind: no arrival rate, no stall."""
+    rate = df["rate_target_rps"] if "rate_target_rps" in df else pd.Series(np.nan, index=df.index)
+    stall = df["stall_ms"] if "stall_ms" in df else pd.Series(np.nan, index=df.index)
+    return df[rate.isna() & stall.isna()]
+
+
+def _runs_source(runs: pd.DataFrame) -> str:
+    """"<folder>/<run_dir> ×n": where the runs' raw files are."""
+    dirs = sorted({f"{r.folder}/{r.run_dir}" for r in runs.itertuples() if isinstance(r.run_dir, str)})
+    return "; ".join(dirs) + (f" ({len(runs)} runs)" if len(runs) > 1 else "")
+
+
+def reference_scenario(df: pd.DataFrame) -> str | None:
+    closed = _closed(df[df["status"] == OK])
+    if closed.empty:
+        return None
+    order = closed.drop_duplicates("scenario").sort_values(["rtt_target_ms", "vus"], ascending=[True, False])
+    return order["scenario"].iloc[0]
+
+
+def throughput_cells(df: pd.DataFrame) -> dict[str, Cell]:
+    scenario = reference_scenario(df)
+    if scenario is None:
+        return {}
+    runs = df[(df["scenario"] == scenario) & (df["status"] == OK)]
+    estimates = {label: estimate(list(group["req_per_cpu_s"])) for label, group in runs.groupby("label")}
+    ranks = rank(estimates)
+    cells = {}
+    for label, found in estimates.items():
+        group = runs[runs["label"] == label]
+        if not found.usable:
+            why = found.flag or "not reported (no tool CPU sample in the load window)"
+            cells[label] = Cell(why, None, _runs_source(group))
+            continue
+        source = f"{scenario}: {_runs_source(group)}"
+        facts = {"median": found.median, "n": found.n, "scenario": scenario, "rank": None, "tied": []}
+        if found.low is None:
+            cells[label] = Cell(f"{_number(found.median)} (one run: not ranked)", found.median, source, facts)
+            continue
+        position, tied = ranks[label]
+        shared = "=" if any(ranks[t][0] == position for t in tied) else ""
+        cells[label] = Cell(f"{_number(found.median)} ({_number(found.low)}–{_number(found.high)}) rank {shared}{position}",
+                            found.median, source, {**facts, "rank": position, "tied": tied})
+    return cells
+
+
+def max_vus_cells(df: pd.DataFrame) -> dict[str, Cell]:
+    cells = {}
+    for label, runs in _closed(df).groupby("label"):
+        levels = sorted(runs["vus"].dropna().unique())
+        highest, broke = None, None
+        for vus in levels:
+            at = runs[runs["vus"] == vus]
+            bad = at[at["status"] != OK]
+            if len(bad):
+                error = next((e for e in bad["error"] if isinstance(e, str) and e), bad["status"].iloc[0])
+                broke = (vus, len(bad), len(at), bad["status"].iloc[0], error, _runs_source(bad))
+                break
+            highest = vus
+        if highest is None:
+            vus, n_bad, n, status, error, source = broke
+            cells[label] = Cell(f"none: {status} at {vus:.0f} VUs ({n_bad}/{n} runs): {error[:80]}", 0, source,
+                                {"highest": None, "broke": broke})
+            continue
+        above = (f"; {broke[3]} at {broke[0]:.0f} VUs ({broke[1]}/{broke[2]} runs): {broke[4][:80]}" if broke
+                 else " (the highest tried)")
+        source = _runs_source(runs[runs["vus"] == highest]) + (f"; above: {broke[5]}" if broke else "")
+        cells[label] = Cell(f"{highest:.0f}{above}", float(highest), source, {"highest": highest, "broke": broke})
+    return cells
+
+
+def wire_error_cells(df: pd.DataFrame, metric: str) -> dict[str, Cell]:
+    """The largest (by size) of the per-scenario medians of ``metric``: the worst case the tool showed."""
+    cells = {}
+    if metric not in df:
+        return cells
+    captured = df[(df["status"] == OK) & df[metric].notna()]
+    for label, runs in captured.groupby("label"):
+        medians = runs.groupby("scenario")[metric].median()
+        worst = medians.abs().idxmax()
+        value = float(medians[worst])
+        cells[label] = Cell(f"{value:+.3g} ({worst})", abs(value),
+                            f"{worst}: {_runs_source(runs[runs['scenario'] == worst])}",
+                            {"error_ms": value, "scenario": worst})
+    return cells
+
+
+def stall_cells(df: pd.DataFrame) -> dict[str, Cell]:
+    rows = stall_rows(df)
+    cells = {}
+    for label, runs in rows.groupby("label"):
+        parts, facts = [], []
+        for vus, at in sorted(runs.groupby("vus"), key=lambda kv: kv[0]):
+            verdicts = sorted({stall_verdict(r) for _, r in at.iterrows()})
+            model = "open" if at["rate_target_rps"].notna().all() else "closed"
+            parts.append(f"{vus:,.0f} {'conns' if model == 'open' else 'users'}: {' / '.join(verdicts)}")
+            facts.append((int(vus), model, verdicts))
+        stall_ms = runs["stall_ms"].iloc[0]
+        best = max(len(v) for *_, v in facts)
+        score = max(("p99 shows it" in v) * 2 + ("max only" in v) for *_, v in facts)
+        cells[label] = Cell("; ".join(parts), float(score) if best else None, _runs_source(runs),
+                            {"budgets": facts, "stall_ms": stall_ms})
+    return cells
+
+
+def mem_cells(df: pd.DataFrame, highest: dict[str, Cell]) -> dict[str, Cell]:
+    cells = {}
+    closed = _closed(df[df["status"] == OK])
+    for label, runs in closed.groupby("label"):
+        top = highest.get(label)
+        vus = top.facts.get("highest") if top else None
+        at = runs[runs["vus"] == vus] if vus else runs[runs["vus"] == runs["vus"].max()]
+        found = estimate(list(at["mem_per_vu_kb"]))
+        scenario = at["scenario"].iloc[0]
+        if found.usable:
+            cells[label] = Cell(f"{_number(found.median)} ({scenario})", found.median,
+                                f"{scenario}: {_runs_source(at)}", {"kib": found.median})
+        elif at["mem_baseline_mb"].notna().any() if "mem_baseline_mb" in at else False:
+            cells[label] = Cell(f"not measurable: RSS not above the 1-VU baseline ({scenario})", None, _runs_source(at))
+        else:
+            cells[label] = Cell(found.flag or "no 1-VU baseline in these results", None, _runs_source(at))
+    return cells
+
+
+def stability_cells(df: pd.DataFrame) -> dict[str, Cell]:
+    cells = {}
+    for label, runs in df[df["status"] == OK].groupby("label"):
+        found: dict[str, Estimate] = {s: estimate(list(g["rps"])) for s, g in runs.groupby("scenario")}
+        with_cv = {s: e for s, e in found.items() if e.cv is not None}
+        if not with_cv:
+            cells[label] = Cell(NO_REPEATS, None, _runs_source(runs))
+            continue
+        worst = max(with_cv, key=lambda s: with_cv[s].cv)
+        cv = with_cv[worst].cv
+        cells[label] = Cell(f"{cv:.0%} ({worst}, {with_cv[worst].n} runs)", cv,
+                            f"{worst}: {_runs_source(runs[runs['scenario'] == worst])}",
+                            {"cv": cv, "scenario": worst, "unstable": cv > CV_LIMIT})
+    return cells
+
+
+def open_model_cells(df: pd.DataFrame, declarations: Callable[[str], tuple[bool, str] | None]) -> dict[str, Cell]:
+    cells = {}
+    for label, tool in df.drop_duplicates("label")[["label", "tool"]].itertuples(index=False):
+        declared = declarations(tool)
+        if declared is None:
+            cells[label] = Cell("unknown: no adapter of that name here", None, "")
+            continue
+        open_model, rate_model = declared
+        answer = "yes" if open_model else "not wired" if "not wired" in rate_model else "no"
+        cells[label] = Cell(answer, {"yes": 2.0, "not wired": 1.0, "no": 0.0}[answer],
+                            f"tools/{tool}/adapter.py: {rate_model}", {"answer": answer})
+    return cells
+
+
+def adapter_declarations(tool: str) -> tuple[bool, str] | None:
+    from harness.registry import discover     # reads each adapter's class attributes; starts nothing
+    adapters = _ADAPTERS.setdefault("all", discover())
+    adapter = adapters.get(tool)
+    return (adapter.open_model, adapter.rate_model) if adapter else None
+
+
+_ADAPTERS: dict[str, dict] = {}
+
+
+def _missing(column: str, df: pd.DataFrame) -> str:
+    """Why a column has no figure for a tool in these results: what to run to get one."""
+    if column in ("p50_error_ms", "p99_error_ms"):
+        return "not captured: run with CAPTURE=1"
+    if column == "stall":
+        return ("no stall run in these results: make bench-all SCENARIOS=scenarios/open-model.yaml"
+                if stall_rows(df).empty else "no ok stall run")
+    if column == "req_per_cpu_s":
+        return "no ok run in " + (reference_scenario(df) or "a closed-model scenario")
+    if column == "rps_cv":
+        return "no ok run"
+    return "no ok closed-model run"
+
+
+def build(df: pd.DataFrame, declarations=adapter_declarations) -> list[dict]:
+    """One dict per tool label: {column: Cell} plus "tool" and "sentence"."""
+    highest = max_vus_cells(df)
+    columns = {"req_per_cpu_s": throughput_cells(df), "max_vus_ok": highest,
+               "p50_error_ms": wire_error_cells(df, "tool_error_p50_ms"),
+               "p99_error_ms": wire_error_cells(df, "tool_error_p99_ms"),
+               "stall": stall_cells(df), "mem_per_vu_kb": mem_cells(df, highest),
+               "rps_cv": stability_cells(df), "open_model": open_model_cells(df, declarations)}
+    rows = []
+    for label in sorted(df["label"].unique()):
+        row = {"tool": label}
+        for column, cells in columns.items():
+            row[column] = cells.get(label) or Cell(_missing(column, df), None, "")
+        row["sentence"] = sentence(label, row)
+        rows.append(row)
+    return rows
+
+
+def sentence(label: str, row: dict) -> str:
+    """A plain sentence from the cells' facts."""
+    clauses = []
+    speed = row["req_per_cpu_s"].facts
+    if speed:
+        per_core = f"{_number(speed['median'])} requests per CPU-second"
+        if speed["rank"] is None:
+            clauses.append(f"{per_core} (one run: not ranked)")
+        elif speed["rank"] == 1 and not speed["tied"]:
+            clauses.append(f"fastest per core ({per_core})")
+        elif speed["rank"] == 1:
+            clauses.append(f"among the fastest per core ({per_core}; tied with {', '.join(speed['tied'])})")
+        else:
+            clauses.append(f"{per_core}, rank {speed['rank']}" + (" (tied with others)" if speed["tied"] else ""))
+    top = row["max_vus_ok"].facts
+    if top and top["highest"] is not None:
+        clauses.append(f"ran ok up to {top['highest']:.0f} VUs" +
+                       (f" ({top['broke'][3]} at {top['broke'][0]:.0f})" if top["broke"] else ""))
+    elif top:
+        clauses.append(f"no closed-model run ok ({top['broke'][3]} at {top['broke'][0]:.0f} VUs)")
+    for column, name in (("p50_error_ms", "p50"), ("p99_error_ms", "p99")):
+        error = row[column].facts.get("error_ms")
+        if error is not None:
+            clauses.append(f"{name} within {abs(error):.2g} ms of the wire" if abs(error) < 1
+                           else f"{name} {abs(error):.3g} ms {'above' if error > 0 else 'below'} the wire")
+    stall = row["stall"].facts
+    if stall:
+        clauses.append(_stall_clause(stall))
+    mem = row["mem_per_vu_kb"].facts
+    if mem:
+        clauses.append(f"{_number(mem['kib'])} KiB per VU")
+    stable = row["rps_cv"].facts
+    if stable:
+        clauses.append(("unstable" if stable["unstable"] else "stable") + f" (RPS CV {stable['cv']:.0%})")
+    model = row["open_model"].facts.get("answer")
+    if model:
+        clauses.append({"yes": "can pace an arrival rate", "no": "closed model only",
+                        "not wired": "open model not wired here"}[model])
+    return f"{label}: " + ("; ".join(clauses) if clauses else "no ok run in these results") + "."
+
+
+def _stall_clause(stall: dict) -> str:
+    seconds = f"{stall['stall_ms'] / 1000:g} s"
+    said = []
+    for vus, model, verdicts in stall["budgets"]:
+        what = {"p99 shows it": f"shows a {seconds} stall in p99", "max only": f"hides a {seconds} stall from p99 "
+                "(only in max)", "hidden": f"hides a {seconds} stall", "n/a": "stall not measurable"}
+        said.append(" / ".join(what[v] for v in verdicts) + f" at {vus:,} {'connections' if model == 'open' else 'users'}")
+    return "; ".join(said)
+
+
+def write_csv(rows: list[dict], path: Path) -> Path:
+    """scorecard.csv: per column its text and its source."""
+    names = ["tool", *(n for c in COLUMNS for n in (c, f"{c}_source")), "sentence"]
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=names)
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({"tool": row["tool"], "sentence": row["sentence"],
+                             **{n: v for c in COLUMNS for n, v in ((c, row[c].text), (f"{c}_source", row[c].source))}})
+    return path
