@@ -33,7 +33,7 @@ RUN_ARGS = --tools $(TOOLS) --scenarios $(SCENARIOS) --runtime $(RUNTIME) --shap
            $(if $(CAPTURE),--capture) $(if $(TARGET_HOST),--target-host $(TARGET_HOST)) \
            $(if $(GENERATOR_HOST),--generator-host $(GENERATOR_HOST))
 
-.PHONY: deps bench-all bench-quick bench-lab test test-netem compare-shapers test-unit test-e2e list-tools clean-state report rederive
+.PHONY: deps bench-all bench-quick bench-lab test test-netem compare-shapers test-unit test-e2e list-tools clean-state report rederive compare
 
 deps:
 	NEED_DOCKER=$(if $(filter host,$(RUNTIME)),0,1) scripts/deps.sh $(TOOLS)
@@ -66,6 +66,15 @@ bench-lab:
 RESULTS ?= $(RESULTS_ROOT)/latest
 report:
 	$(PY) -m analysis.report $(RESULTS)
+
+# B against A, per tool and scenario: the change with its 95% interval and a verdict (analysis/compare.py),
+# and the report of both folders beside it.
+A ?=
+B ?=
+compare:
+	@[ -n "$(A)" ] && [ -n "$(B)" ] || { echo "error: make compare needs two results folders: A=results/<one> B=results/<other>" >&2; exit 2; }
+	@DEPS_VENV_ONLY=1 scripts/deps.sh
+	$(PY) -m analysis.compare $(A) $(B)
 
 # runs.csv and meta.json derived again from a results folder's raw files (harness/row), e.g. after a parser fix.
 rederive:

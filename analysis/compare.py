@@ -3,7 +3,8 @@ per tool and scenario the change of B against A with its 95% interval and a verd
 
     python -m analysis.compare A B [--out DIR]
 
-Prints the table and writes compare.csv to DIR (default results/compare-<UTC timestamp>/). The ratio is
+Prints the table and writes compare.csv and the report of both folders to DIR (default
+results/compare-<UTC timestamp>/). The ratio is
 median(B) / median(A) over each side's ok repetitions, its interval a bootstrap of both sides
 (analysis/uncertainty.py): "faster" or "slower" only when the interval excludes 1, else "no significant
 change"; a side with one run has no interval and so no verdict.
@@ -69,6 +70,11 @@ def _print(lines: list[list[str]]) -> None:
         print("  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip())
 
 
+def build(folders: list[Path], out: Path) -> Path:
+    from analysis.report import build as report    # the report imports this module (its Docker/host table)
+    return report(folders, out)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Compare results folder B against A, with intervals.")
     parser.add_argument("a", type=Path)
@@ -94,6 +100,7 @@ def main(argv: list[str] | None = None) -> int:
           "95% bootstrap interval over the repetitions")
     _print(table(result))
     print(f"compare.csv: {out / 'compare.csv'}")
+    print(f"report of both: {build([args.a.resolve(), args.b.resolve()], out / 'report')}")
     return 0
 
 

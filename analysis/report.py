@@ -23,7 +23,7 @@ from harness import REPO_ROOT
 from analysis.charts import CHARTS, OK, run_status, runtime_ratios, short_side, spread, with_limits
 from analysis.load import NUMERIC, environment, load_results, scenario_order
 from analysis import scorecard
-from analysis.uncertainty import CV_LIMIT, NOT_MEASURABLE as FLAGGED
+from analysis.uncertainty import CV_LIMIT, NOT_MEASURABLE as FLAGGED, Estimate, rank
 from analysis.stall import EXPLANATION as STALL_EXPLANATION, stall_table, write_stall_chart
 from harness.results import STATUSES
 
@@ -47,6 +47,7 @@ def summary_table(df: pd.DataFrame) -> list[dict]:
     order = {s: i for i, s in enumerate(scenario_order(df))}
     keys = df[["scenario", "label", "tool", "runtime"]].drop_duplicates()
     spreads = {m: spread(df, m).set_index(["scenario", "label"]) for m in SUMMARY_METRICS}
+    ranks = rps_ranks(spreads["rps"].reset_index())
     for _, key in keys.sort_values(["scenario", "label"], key=lambda c: c.map(order) if c.name == "scenario" else c).iterrows():
         runs = df[(df["scenario"] == key["scenario"]) & (df["label"] == key["label"])]
         row = {"scenario": key["scenario"], "tool": key["label"], "runs": len(runs),
@@ -56,8 +57,23 @@ def summary_table(df: pd.DataFrame) -> list[dict]:
         for metric, stats in spreads.items():
             row[metric] = _cell(stats, (key["scenario"], key["label"])) or _below_resolution(ok, metric)
         row["limited_by"] = ", ".join(sorted(set(ok["limited_by"].map(short_side))))
+        row["rank"], row["tied"] = ranks.get((key["scenario"], key["label"]), ("", []))
         rows.append(row)
     return rows
+
+
+def rps_ranks(stats: pd.DataFrame) -> dict[tuple[str, str], tuple[str, list[str]]]:
+    """Per (scenario, label): its RPS rank among the scenario's tools ("=2": shared) and the tools it is tied
+    with; none for a figure without an interval (fewer than 3 runs) or flagged."""
+    ranks = {}
+    for scenario, group in stats.groupby("scenario"):
+        found = {r.label: Estimate(r.median, None if pd.isna(r.low) else r.low, None if pd.isna(r.high) else r.high,
+                                   int(r.n), r.cv) for r in group.itertuples() if not pd.isna(r.median)}
+        ranked = rank(found)
+        for label, (position, tied) in ranked.items():
+            shared = "=" if any(ranked[t][0] == position for t in tied) else ""
+            ranks[(scenario, label)] = (f"{shared}{position}", tied)
+    return ranks
 
 
 def failed_runs(df: pd.DataFrame) -> list[dict]:
@@ -187,6 +203,8 @@ def main(argv: list[str] | None = None) -> int:
     else:
         out = folders[0].parent / f"compare-{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}" / "report"
     print(f"report: {build(folders, out)}")
+    with (out / "scorecard.csv").open(newline="") as handle:     # the first screen's answer, in the log too
+        print("scorecard (" + str(out / "scorecard.csv") + "):\n" + "\n".join(f"  {r['sentence']}" for r in csv.DictReader(handle)))
     return 0
 
 

@@ -87,13 +87,14 @@ def throughput_cells(df: pd.DataFrame) -> dict[str, Cell]:
     for label, found in estimates.items():
         group = runs[runs["label"] == label]
         if not found.usable:
-            why = found.flag or "not reported (no tool CPU sample in the load window)"
+            why = found.flag or "not reported: no tool CPU in the load window (or a folder older than the column)"
             cells[label] = Cell(why, None, _runs_source(group))
             continue
         source = f"{scenario}: {_runs_source(group)}"
         facts = {"median": found.median, "n": found.n, "scenario": scenario, "rank": None, "tied": []}
         if found.low is None:
-            cells[label] = Cell(f"{_number(found.median)} (one run: not ranked)", found.median, source, facts)
+            cells[label] = Cell(f"{_number(found.median)} ({found.n} run{'s' if found.n > 1 else ''}: not ranked)",
+                                found.median, source, facts)
             continue
         position, tied = ranks[label]
         shared = "=" if any(ranks[t][0] == position for t in tied) else ""
@@ -259,7 +260,7 @@ def sentence(label: str, row: dict) -> str:
     if speed:
         per_core = f"{_number(speed['median'])} requests per CPU-second"
         if speed["rank"] is None:
-            clauses.append(f"{per_core} (one run: not ranked)")
+            clauses.append(f"{per_core} (not ranked: {speed['n']} run{'s' if speed['n'] > 1 else ''})")
         elif speed["rank"] == 1 and not speed["tied"]:
             clauses.append(f"fastest per core ({per_core})")
         elif speed["rank"] == 1:

@@ -8,7 +8,8 @@ flags that make a figure "not measurable here", and the comparisons built on the
 
 With few repetitions a bootstrap interval of a median is the range of the runs: with 3 runs two tools
 whose ranges do not overlap differ at about the 10% level (two identical tools: 2 x 3!3!/6! = 1 in 10),
-with 5 runs at the 1% level. One run has no interval: it is neither ranked apart nor compared.
+with 5 runs at the 1% level. Fewer than 3 runs have no interval (two runs would be 1 in 3): they are
+neither ranked apart nor compared.
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ CONFIDENCE = 0.95
 RESAMPLES = 4000
 SEED = 26                 # the interval is a pure function of the values: the report is reproducible
 CV_LIMIT = 0.25           # run-to-run spread here is 10-20%; above 25% the median is no figure to rank
+MIN_RUNS = 3              # fewer runs get no interval: two identical tools' ranges of 2 runs miss each other 1 time in 3
 TAIL_REQUESTS = 10        # a percentile needs this many requests beyond it (p99: 1,000 requests)
 NOT_MEASURABLE = "not measurable here"
 PERCENTILE = re.compile(r"^(?:lat|wire)_p(\d+)_ms$")
@@ -31,7 +33,7 @@ PERCENTILE = re.compile(r"^(?:lat|wire)_p(\d+)_ms$")
 @dataclass(frozen=True)
 class Estimate:
     median: float
-    low: float | None         # None: one run, no interval
+    low: float | None         # None: fewer than MIN_RUNS runs, no interval
     high: float | None
     n: int
     cv: float | None          # standard deviation / mean over the runs (None below 2 runs)
@@ -75,7 +77,7 @@ def estimate(values: Sequence[float], metric: str = "", requests: Sequence[float
     if data.size == 0:
         return Estimate(math.nan, None, None, 0, None)
     median = float(np.median(data))
-    low, high = bootstrap(data) if data.size > 1 else (None, None)
+    low, high = bootstrap(data) if data.size >= MIN_RUNS else (None, None)
     mean = float(data.mean())
     cv = float(data.std(ddof=1) / abs(mean)) if data.size > 1 and mean else None
     return Estimate(median, low, high, int(data.size), cv, _flag(metric, cv, requests))
@@ -120,8 +122,8 @@ def change(a: Sequence[float], b: Sequence[float]) -> Change:
         return Change(math.nan, None, None, "no ok run on " + ("either side" if a_data.size == b_data.size else
                                                                  "side A" if a_data.size == 0 else "side B"))
     ratio = float(np.median(b_data) / np.median(a_data))
-    if a_data.size < 2 or b_data.size < 2:
-        return Change(ratio, None, None, "one run: no interval (REPEAT=3 or more)")
+    if min(a_data.size, b_data.size) < MIN_RUNS:
+        return Change(ratio, None, None, f"{min(a_data.size, b_data.size)} run(s): no interval (REPEAT=3 or more)")
     rng = np.random.default_rng(SEED)
     a_medians = np.median(rng.choice(a_data, size=(RESAMPLES, a_data.size)), axis=1)
     b_medians = np.median(rng.choice(b_data, size=(RESAMPLES, b_data.size)), axis=1)

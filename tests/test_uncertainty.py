@@ -43,9 +43,11 @@ def test_the_interval_holds_the_true_median_at_about_its_level_with_enough_runs(
     assert covered / 300 >= 0.88     # percentile bootstrap, 12 runs: a little under its nominal 95%
 
 
-def test_one_run_has_no_interval_and_is_not_ranked():
+def test_fewer_than_three_runs_have_no_interval_and_are_not_ranked():
     one = estimate([1200.0])
     assert (one.median, one.low, one.high, one.cv) == (1200.0, None, None, None)
+    two = estimate([1200.0, 1300.0])
+    assert two.low is None and two.cv is not None
     ranks = rank({"a": one, "b": estimate([900, 1000, 1100]), "c": estimate([2000, 2100, 2200])})
     assert set(ranks) == {"b", "c"}
     assert ranks["c"] == (1, []) and ranks["b"] == (2, [])
@@ -76,7 +78,8 @@ def test_change_calls_a_difference_only_when_its_interval_excludes_one():
     assert change([1000, 1010, 990], [700, 690, 710]).verdict == "lower"
     assert change([1000, 1100, 900], [1050, 950, 1150]).verdict == "no significant change"
     single = change([1000], [1500, 1490, 1520])
-    assert single.ratio == pytest.approx(1.5) and single.low is None and single.verdict.startswith("one run")
+    assert single.ratio == pytest.approx(1.5) and single.low is None and single.verdict.startswith("1 run(s)")
+    assert change([1000, 1001], [1500, 1490]).verdict.startswith("2 run(s): no interval")
     assert change([], [1.0]).verdict == "no ok run on side A"
     assert math.isnan(change([1.0], []).ratio)
 
@@ -102,13 +105,38 @@ def test_make_compare_on_two_real_folders_writes_its_table(tmp_path, capsys):
     printed = capsys.readouterr().out
     table = pd.read_csv(tmp_path / "compare.csv")
     assert set(table["tool"]) == {"wrk", "ab"} and (table["runs_a"] == 2).all()
-    assert set(table["rps_verdict"]) <= {"faster", "slower", "no significant change"}
+    # two runs a side: a ratio, but no interval and so no verdict
+    assert (table["rps_verdict"] == "2 run(s): no interval (REPEAT=3 or more)").all() and table["rps_low"].isna().all()
     for row in table.itertuples():
-        assert row.rps_low <= row.rps_ratio <= row.rps_high
         assert f"{row.rps_ratio - 1:+.0%}" in printed
+    assert (tmp_path / "report" / "index.html").is_file()
 
 
 def test_make_compare_refuses_a_folder_without_runs_csv_in_one_line(tmp_path, capsys):
     assert compare_main([str(tmp_path), str(tmp_path)]) == 2
     error = capsys.readouterr().err
     assert error.count("\n") == 1 and "has no runs.csv" in error and "make compare A=" in error
+
+
+def test_a_flagged_figure_is_written_where_its_bar_would_be_not_drawn():
+    """Real rows (results/sample, host: wrk and ab, 2 repetitions) with wrk's RPS spread past the CV limit
+    and ab's requests cut below what a p99 needs."""
+    from analysis import load_results
+    from analysis.charts import CHARTS, spread
+
+    host = next(p for p in sorted((REPO / "results" / "sample").iterdir()) if p.name.endswith("-host"))
+    df = load_results(host)
+    wrk = (df["tool"] == "wrk") & (df["scenario"] == "vu20-rtt0.1")
+    df.loc[wrk & (df["repeat"] == 2), "rps"] = df.loc[wrk, "rps"].max() * 2
+    ab = (df["tool"] == "ab") & (df["scenario"] == "vu20-rtt0.1")
+    df.loc[ab, "requests"] = 500
+    rps = spread(df, "rps").set_index(["scenario", "label"])
+    assert rps.loc[("vu20-rtt0.1", "wrk"), "status"].startswith("not measurable here: CV ")
+    assert math.isnan(rps.loc[("vu20-rtt0.1", "wrk"), "median"])
+    p99 = spread(df, "lat_p99_ms").set_index(["scenario", "label"])
+    assert p99.loc[("vu20-rtt0.1", "ab"), "status"] == "not measurable here: p99 of 500 requests"
+    # a p50 needs 20 requests: 500 are enough
+    assert "requests" not in spread(df, "lat_p50_ms").set_index(["scenario", "label"]).loc[("vu20-rtt0.1", "ab"), "status"]
+    figure = CHARTS["rps"][1](df)
+    written = [t.get_text() for ax in figure.axes for t in ax.texts]
+    assert any(t.startswith("not measurable here: CV") for t in written), written
