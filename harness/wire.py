@@ -8,6 +8,8 @@ leaves) to the response's last packet (as it arrives), both stamped where the ca
 Handshake time = a connection's opening SYN (the first, if retransmitted) to the server's first SYN|ACK
 after it: about the RTT when the shaper delays the handshake (netem), the native hop when it does not.
 Payload sizes come from the IP and TCP headers, so a header-only snap length is enough.
+Send times (request_send_times): each request's first packet, by the same rule, for the schedule
+fidelity of a paced tool (harness/fidelity.py).
 """
 from __future__ import annotations
 
@@ -170,6 +172,34 @@ class _Pairer:
     def finish(self) -> None:
         for conn in self.open.values():
             self._close(conn)
+
+
+class _SendTimes(_Pairer):
+    """_Pairer's rule for where a request starts, keeping each request's first packet time: every
+    request is closed exactly once (by the next request, a reused port or the end of the capture)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sent: list[int] = []
+
+    def _close(self, conn: _Connection) -> None:
+        if conn.request_at is not None:
+            self.sent.append(conn.request_at)
+        super()._close(conn)
+
+
+def request_send_times(path: Path, server_port: int) -> np.ndarray:
+    """The first packet's timestamp (ns, sorted) of every request in ``path``, answered or not: as many
+    as summarise's pairs + unanswered. Packet by packet (segments), so slower than summarise."""
+    if path.stat().st_size < 24:
+        raise ValueError(f"{path.name} is empty: the capture wrote no pcap header")
+    times = _SendTimes()
+    with path.open("rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        for seg in segments(data, server_port):
+            if seg is not None:
+                times.feed(seg)
+    times.finish()
+    return np.sort(np.array(times.sent, dtype=np.int64))
 
 
 def summarise(path: Path, server_port: int) -> WireSummary:
