@@ -6,6 +6,8 @@
 #               TARGET_HOST=ssh://root@host|CONTEXT (Nginx on another machine; README: Two machines)
 #               GENERATOR_HOST=ssh://root@a|CONTEXT[,...] (the tools there, with TARGET_HOST; several: merged)
 #               LAB_GENERATORS=1|2  LAB_RUNTIME=host|docker (make bench-lab: generator and target hosts made here)
+#               make bench-capacity (RUNTIME defaults to host there): STEP_DURATION=5  SLO_P99_MS=  RESOLUTION=0.02
+#               MAX_STEPS=12  START_RPS=1000  VUS=1000  (and TOOLS, CAPTURE, RESUME, RESULTS_ROOT as above)
 PY        := .venv/bin/python
 TOOLS     ?= all
 SCENARIOS ?= scenarios/shootout.yaml
@@ -33,7 +35,7 @@ RUN_ARGS = --tools $(TOOLS) --scenarios $(SCENARIOS) --runtime $(RUNTIME) --shap
            $(if $(CAPTURE),--capture) $(if $(TARGET_HOST),--target-host $(TARGET_HOST)) \
            $(if $(GENERATOR_HOST),--generator-host $(GENERATOR_HOST))
 
-.PHONY: deps bench-all bench-quick bench-lab test test-netem compare-shapers test-unit test-e2e list-tools clean-state report rederive compare
+.PHONY: deps bench-all bench-quick bench-capacity bench-lab test test-netem compare-shapers test-unit test-e2e list-tools clean-state report rederive compare
 
 deps:
 	NEED_DOCKER=$(if $(filter host,$(RUNTIME)),0,1) scripts/deps.sh $(TOOLS)
@@ -49,6 +51,23 @@ bench-all: deps
 bench-quick: SCENARIOS = scenarios/quick.yaml
 bench-quick: deps
 	$(PY) -m harness run $(RUN_ARGS); $(REPORT_AFTER)
+
+# Each tool's highest sustained arrival rate against Nginx, by search (harness/capacity_run.py; README:
+# Capacity): every step an ordinary row, the results in capacity.json. RUNTIME=docker to run it in Docker.
+STEP_DURATION ?=
+SLO_P99_MS ?=
+RESOLUTION ?=
+MAX_STEPS ?=
+START_RPS ?=
+VUS       ?=
+CAPACITY_ARGS = --tools $(TOOLS) --runtime $(RUNTIME) --results-root $(RESULTS_ROOT) \
+                $(if $(STEP_DURATION),--step-duration $(STEP_DURATION)) $(if $(SLO_P99_MS),--slo-p99-ms $(SLO_P99_MS)) \
+                $(if $(RESOLUTION),--resolution $(RESOLUTION)) $(if $(MAX_STEPS),--max-steps $(MAX_STEPS)) \
+                $(if $(START_RPS),--start-rps $(START_RPS)) $(if $(VUS),--vus $(VUS)) \
+                $(if $(CAPTURE),--capture) $(if $(RESUME),--resume $(RESUME))
+bench-capacity: RUNTIME = host
+bench-capacity: deps
+	$(PY) -m harness capacity $(CAPACITY_ARGS); $(REPORT_AFTER)
 
 # bench-quick across "machines" made on this one for the run (harness/lab.py: sshd in network
 # namespaces on one bridge): the tools on LAB_GENERATORS test hosts, Nginx on another (README: Two machines).

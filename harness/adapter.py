@@ -164,6 +164,10 @@ class ToolAdapter(ABC):
     # True when the tool's latency in a rate run counts from each request's intended send time
     # (coordinated-omission corrected): the row's co_corrected then says so.
     rate_co_corrected: ClassVar[bool] = False
+    # The arrival schedule an open-model tool declares for a rate: "uniform" (evenly spaced sends) or
+    # "poisson" (exponential gaps), as its rate_model says; the wire's schedule fidelity judges the
+    # capture against it (harness/fidelity.py, the wire_schedule column).
+    rate_schedule: ClassVar[str] = "uniform"
 
     def variants(self) -> list["ToolAdapter"]:
         """Named variants that appear as separate tools (e.g. locust and locust-http).

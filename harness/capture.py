@@ -5,7 +5,9 @@ The capture starts after the harness's own target check, RTT probe and first stu
 and stops once the tool has exited, before the second read: it holds the tool's traffic only.
 Headers only (snap length), only packets carrying payload or opening/closing a connection (pure
 ACKs are filtered in the kernel), and at most MAX_PACKETS packets, which bounds disk; a capture
-that hits the cap says so in the row's notes. The pcap is deleted once parsed.
+that hits the cap says so in the row's notes. The pcap is deleted once parsed, so whatever the row
+needs from it is computed here, into the summary the run's record keeps: the pairs (wire latency) and,
+for a rate run, the schedule fidelity of the tool's sends (harness/fidelity.py).
 """
 from __future__ import annotations
 
@@ -20,10 +22,11 @@ from pathlib import Path
 from typing import Iterator
 
 from harness import PREFIX
+from harness.fidelity import schedule_fidelity
 from harness.processes import end_process, signals_deferred
 from harness.runtimes.base import Session
 from harness.target import Target
-from harness.wire import FIXED_SNAPLEN, summarise
+from harness.wire import FIXED_SNAPLEN, request_send_times, summarise
 
 TCPDUMP = "tcpdump"
 PCAP_NAME, LOG_NAME = f"{PREFIX}-capture.pcap", "capture.log"   # clean-state finds tcpdump by the name
@@ -61,13 +64,15 @@ class Capture:
     pcap: Path | None = None
     keep_pcap: bool = False
     facts: dict = field(default_factory=dict)
+    paced: tuple[int, str] | None = None   # a rate run: the rate asked for and the tool's declared schedule
 
     @contextmanager
-    def recording(self, session: Session, target: Target, run_dir: Path) -> Iterator[None]:
+    def recording(self, session: Session, target: Target, run_dir: Path,
+                  paced: tuple[int, str] | None = None) -> Iterator[None]:
         if not self.enabled or self.skipped:
             yield
             return
-        self.port, self.pcap = target.port, run_dir / PCAP_NAME
+        self.port, self.pcap, self.paced = target.port, run_dir / PCAP_NAME, paced
         argv = [*session.generator_netns, TCPDUMP, "-i", session.capture_device, "-n", "-s", str(SNAPLEN),
                 "-B", str(KERNEL_BUFFER_KIB), "--time-stamp-precision=nano", "-Z", "root",
                 "-c", str(MAX_PACKETS), "-w", str(self.pcap), bpf_filter(target)]
@@ -111,13 +116,24 @@ class Capture:
             summary = summarise(self.pcap, self.port)
         except (OSError, ValueError) as exc:
             return {**self.facts, "error": str(exc)}
+        fidelity = self._fidelity() if self.paced else {}
         pcap_bytes = self.pcap.stat().st_size
         if not self.keep_pcap:
             self.pcap.unlink()
         return {"covers": f"TCP to/from port {self.port} on {self.facts['device']} ({self.facts['netns']} netns), "
                           "from just before the tool started until it exited; the harness's probe, target check "
                           "and stub_status reads are outside", **self.facts, "pcap_bytes": pcap_bytes,
-                "pcap": self.pcap.name if self.keep_pcap else "deleted after parsing", **summary.describe()}
+                "pcap": self.pcap.name if self.keep_pcap else "deleted after parsing", **summary.describe(),
+                **fidelity}
+
+    def _fidelity(self) -> dict:
+        """{"fidelity": how faithfully the sends kept the declared rate and schedule} (or why not)."""
+        rate, schedule = self.paced
+        try:
+            sent = request_send_times(self.pcap, self.port)
+            return {"fidelity": schedule_fidelity(sent, rate, schedule).describe()}
+        except (OSError, ValueError) as exc:
+            return {"fidelity": {"error": str(exc)}}
 
 
 def _stop(proc: subprocess.Popen) -> None:

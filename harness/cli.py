@@ -1,4 +1,4 @@
-"""Command line: ``python -m harness run|list-tools``. Bad input gets one line and exit status 2."""
+"""Command line: ``python -m harness run|capacity|list-tools|...``. Bad input gets one line and exit status 2."""
 from __future__ import annotations
 
 import argparse
@@ -76,6 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--no-isolation", action="store_true",
                      help="let the target and the tool share every CPU (isolation is on by default on >= 2 CPUs)")
 
+    _capacity_parser(commands)
     commands.add_parser("list-tools", help="show the tool adapters found in tools/")
     folders = commands.add_parser("install-folders", help="the tools/<folder>/ whose install.sh the ids need (scripts/deps.sh)")
     folders.add_argument("tools", help="comma-separated tool ids, or 'all'")
@@ -89,6 +90,61 @@ def build_parser() -> argparse.ArgumentParser:
                                                      "raw files (after a parser fix), running nothing")
     rederive.add_argument("folder", type=_absolute_path, help="a results folder, e.g. results/latest")
     return parser
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+    return value
+
+
+def _capacity_parser(commands: argparse._SubParsersAction) -> None:
+    capacity = commands.add_parser("capacity", help="each tool's highest sustained arrival rate against the target, "
+                                                    "by search (README: Capacity)")
+    capacity.add_argument("--tools", default="all", help="comma-separated tool ids, or 'all' (default): tools that "
+                                                         "pace a rate are searched, wrk (any closed-model tool) runs "
+                                                         "once closed-loop as the reference")
+    capacity.add_argument("--runtime", default="docker", choices=RUNTIMES, help="where tools run (default: docker)")
+    capacity.add_argument("--target", default="nginx", choices=["nginx"], help="the server under load (default: nginx)")
+    capacity.add_argument("--step-duration", type=_positive_int, default=5, metavar="SECONDS",
+                          help="each step's run (default: 5)")
+    capacity.add_argument("--slo-p99-ms", type=_positive_float, metavar="MS",
+                          help="a step passes with p99 at or below this (default: 10 x the p99 of an unloaded step "
+                               "at 100 rps, at least 1 ms)")
+    capacity.add_argument("--resolution", type=_positive_float, default=0.02,
+                          help="stop when the gap between the highest passing and lowest failing rate is within this "
+                               "fraction of the passing one (default: 0.02)")
+    capacity.add_argument("--max-steps", type=_positive_int, default=12, help="steps per tool at most (default: 12)")
+    capacity.add_argument("--start-rps", type=_positive_int, default=1000, help="the first step's rate (default: 1000)")
+    capacity.add_argument("--vus", type=_positive_int, default=1000,
+                          help="connections/users the tool may use (default: 1000); wrk's closed loop holds this many")
+    capacity.add_argument("--capture", action="store_true",
+                          help="record each step's packets with tcpdump: wire latency and schedule fidelity columns")
+    capacity.add_argument("--keep-pcap", action="store_true", help="with --capture: keep each step's pcap")
+    capacity.add_argument("--resume", type=_absolute_path, metavar="FOLDER",
+                          help="continue a capacity folder: steps it finished ok are not run again")
+    capacity.add_argument("--results-root", type=_absolute_path, default=REPO_ROOT / "results",
+                          help="where results/<timestamp>-<runtime>/ folders go (default: results/)")
+
+
+def _capacity(args: argparse.Namespace) -> int:
+    from harness.capacity_run import Settings, check_tools, run_capacity, summary_line
+    tools = registry.select(args.tools)
+    check_tools(tools)
+    settings = Settings(step_s=args.step_duration, vus=args.vus, slo_p99_ms=args.slo_p99_ms,
+                        resolution=args.resolution, max_steps=args.max_steps, start_rps=args.start_rps,
+                        target=args.target)
+    plan = Plan(runtime=args.runtime, tools=tools, scenarios=[settings.rate_scenario(settings.start_rps)],
+                results_root=args.results_root, resume=args.resume, capture=args.capture or args.keep_pcap,
+                keep_pcap=args.keep_pcap)
+    folder, entries = run_capacity(plan, settings)
+    print("\n" + "\n".join(summary_line(e) for e in entries) + f"\nresults in {folder.path} (capacity.json)")
+    found = [e for e in entries if e.get("max_sustained_rps") is not None or e.get("closed_loop_rps") is not None]
+    return 0 if len(found) == len(entries) else 1
 
 
 def _rederive(args: argparse.Namespace) -> int:
@@ -186,7 +242,7 @@ def _install_folders(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return {"run": _run, "list-tools": _list_tools, "clean-state": _clean_state,
+        return {"run": _run, "capacity": _capacity, "list-tools": _list_tools, "clean-state": _clean_state,
                 "install-folders": _install_folders, "rederive": _rederive}[args.command](args)
     except HarnessError as exc:
         sys.stderr.write(f"error: {exc}\n")

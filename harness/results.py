@@ -101,6 +101,15 @@ class RunRow(Figures, RunSetup):
                                          "(shaping.loaded_probe), ms")
     shaper_added_ms: float | None = column("Toxiproxy: rtt_loaded_ms - rtt_measured_ms: what the shaped path added under "
                                            "this load (Toxiproxy's queue, and Nginx's on the CPUs it shares), ms")
+    # Schedule fidelity of a rate run with a capture (harness/fidelity.py): when the requests left, on the wire.
+    wire_rate_rps: float | None = column("a rate run with --capture: the rate its requests left at on the wire, "
+                                         "(requests - 1) / first to last request sent, rps")
+    wire_rate_cv: float | None = column("the same: std / mean of the rates in each full 100 ms window (0: even)")
+    wire_rate_min_window_rps: float | None = column("the same: the slowest 100 ms window's rate, rps")
+    wire_gap_cv: float | None = column("the same: std / mean of the gaps between consecutive requests (uniform "
+                                       "schedule 0, Poisson 1)")
+    wire_schedule: str | None = column("the same: one line judging the gaps, windows and rate against the tool's "
+                                       "declared schedule (rate_schedule: uniform or poisson)")
 
 
 COLUMNS = [f.name for f in fields(RunRow)]
@@ -202,12 +211,19 @@ class ResultsFolder:
             # A row cut short by a crash mid-write has missing fields: it is not a finished run.
             return [r for r in csv.DictReader(handle) if None not in r.values() and r.get("status") in STATUSES]
 
-    def write_json(self, name: str, data: dict) -> None:
+    def write_json(self, name: str, data: dict | list) -> None:
         (self.path / name).write_text(json.dumps(data, indent=2, default=str) + "\n")
 
 
 def write_meta(run_dir: Path, row: RunRow, extra: dict) -> None:
     (run_dir / "meta.json").write_text(json.dumps({"row": asdict(row), **extra}, indent=2, default=str) + "\n")
+
+
+def read_meta_row(run_dir: Path) -> RunRow:
+    """The row write_meta stored in ``run_dir``, exactly (runs.csv rounds to 6 digits); columns it
+    predates take their defaults."""
+    stored = json.loads((run_dir / "meta.json").read_text())["row"]
+    return RunRow(**{name: value for name, value in stored.items() if name in COLUMNS})
 
 
 def columns_markdown() -> str:

@@ -1,6 +1,8 @@
 """The suite: every (scenario, tool) pair, one after the other, each becoming one row.
 
 A run that fails becomes a row with status failed/timeout and the reason; the suite goes on.
+``opened`` holds what a suite needs around its runs (pre-flight, the lock, the runtime, the results
+folder) and ``Bench.run`` runs one pair in it: run_suite and the capacity search (capacity_run.py) share both.
 """
 from __future__ import annotations
 
@@ -10,10 +12,11 @@ import os
 import signal
 import time
 import traceback
-from contextlib import ExitStack
-from dataclasses import asdict
+from contextlib import ExitStack, contextmanager
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Iterator
 
 import psutil
 from rich.console import Console
@@ -25,7 +28,7 @@ from harness.errors import HarnessError
 from harness.execution import execute, execute_together, split_evenly
 from harness.plan import Plan
 from harness.rederive import derive_stored
-from harness.results import ResultsFolder, RunRow
+from harness.results import ResultsFolder, RunRow, read_meta_row
 from harness.row import merge, rtt_ok
 from harness.row.record import BASELINE_SPEC, Execution, PartRecord, RunRecord, split_fields
 from harness.runtimes import Runtime, Session, make_runtime
@@ -153,7 +156,8 @@ def _execute(record: RunRecord, sessions: list[Session], adapter: ToolAdapter, s
                 others = {"nginx": session.target_pids,
                           **({"toxiproxy": proxy_pids} if record.shaper == "toxiproxy" and session.proxy_beside_target
                              else {})}
-                with capture.recording(session, targets[0], run_dir), \
+                paced = (rate, adapter.rate_schedule) if rate else None
+                with capture.recording(session, targets[0], run_dir, paced), \
                         loaded_probe(session, targets[0], record.shaper, scenario.rtt_ms,
                                      scenario.duration_s) as under_load:
                     executions = [execute(session, record.parts[0].command, run_dir,
@@ -276,8 +280,49 @@ def _open_folder(plan: Plan) -> tuple[ResultsFolder, set[tuple[str, str]]]:
     return folder, {(r["scenario"], r["tool"], int(r["repeat"])) for r in keep}
 
 
-def run_suite(plan: Plan, runtime: Runtime | None = None) -> tuple[ResultsFolder, list[RunRow]]:
-    """``runtime``: one made already (the tests' in-process runtime); by default plan.runtime's."""
+@dataclass
+class Bench:
+    """An open suite: the runtime entered, the lock held, the results folder open. ``run`` is one
+    (scenario, tool) pair as the suite runs it: a row whatever happens, appended to runs.csv."""
+    plan: Plan
+    runtime: Runtime
+    folder: ResultsFolder
+    finished: set[tuple[str, str, int]]   # resuming: the (scenario, tool, repeat) runs kept from before
+    broken: dict[str, str]                # tools the runtime could not prepare, with why
+    shaper: ShaperChoice
+    no_tcpdump: bool
+    baselines: dict[str, str] = field(default_factory=dict)   # each tool's 1-VU baseline run, measured once
+
+    def cannot_run(self, adapter: ToolAdapter) -> str | None:
+        """Why the tool cannot run here at all (None: it can)."""
+        return adapter.unavailable or self.broken.get(adapter.name)
+
+    def run(self, scenario: Scenario, adapter: ToolAdapter, repeat: int = 1) -> RunRow:
+        plan = self.plan
+        if reason := self.cannot_run(adapter):
+            row = _unrunnable(self.runtime, adapter, scenario, self.folder, reason, repeat)
+        elif reason := openmodel.unsupported_reason(scenario, adapter) or self.runtime.unsupported_reason(scenario):
+            row = _unrunnable(self.runtime, adapter, scenario, self.folder, reason, repeat, status="unsupported")
+        else:
+            row = run_one(self.runtime, adapter, scenario, self.folder, self.shaper.kind, plan.grace_s,
+                          plan.allow_external_target, repeat,
+                          Capture(plan.capture, "tcpdump is not installed" if self.no_tcpdump else "",
+                                  keep_pcap=plan.keep_pcap), self.baselines)
+        self.folder.append(row)
+        _summarise(row, len(plan.split.available))
+        return row
+
+    def stored(self, scenario_id: str, tool: str, repeat: int = 1) -> RunRow | None:
+        """The row of a run the resumed folder finished (None: it is to be run)."""
+        if (scenario_id, tool, repeat) not in self.finished:
+            return None
+        return read_meta_row(self.folder.run_dir(scenario_id, tool, repeat))
+
+
+@contextmanager
+def opened(plan: Plan, runtime: Runtime | None = None) -> Iterator[Bench]:
+    """Pre-flight, the single-instance lock, SIGTERM as an interrupt, the tools prepared, the shaper
+    chosen, the results folder opened (or resumed) and the runtime entered, for as long as the suite runs."""
     runtime = runtime or make_runtime(plan.runtime, plan.results_root, plan.target_host, plan.generator_hosts)
     runtime.split = plan.split
     preflight.check(plan, runtime)
@@ -295,35 +340,28 @@ def run_suite(plan: Plan, runtime: Runtime | None = None) -> tuple[ResultsFolder
             folder.write_json("environment.json", environment.collect(
                 {"runtime": plan.runtime, "shaper": shaper.kind, "shaper_reason": shaper.reason,
                  **plan.split.describe(), **runtime.describe()}))
-        runs = [(s, t, r) for s, t, r in plan.runs if (s.id, t.name, r) not in finished]
-        rows: list[RunRow] = []
-        baselines: dict[str, str] = {}   # each tool's 1-VU baseline run's folder, measured once per suite
-        overhead_s, started = SETUP_ESTIMATE_S, time.monotonic()
         with runtime:
             if plan.resume is None and (facts := runtime.started_facts()):
                 _add_environment(folder, facts)
-            for index, (scenario, adapter, repeat) in enumerate(runs, start=1):
-                remaining = sum(s.duration_s + overhead_s for s, _, _ in runs[index - 1:])
-                _report(index, len(runs), scenario, adapter, plan.runtime, remaining)
-                if adapter.unavailable or adapter.name in broken:
-                    reason = adapter.unavailable or broken[adapter.name]
-                    row = _unrunnable(runtime, adapter, scenario, folder, reason, repeat)
-                elif reason := openmodel.unsupported_reason(scenario, adapter) or runtime.unsupported_reason(scenario):
-                    row = _unrunnable(runtime, adapter, scenario, folder, reason, repeat, status="unsupported")
-                else:
-                    row = run_one(runtime, adapter, scenario, folder, shaper.kind, plan.grace_s,
-                                  plan.allow_external_target, repeat,
-                                  Capture(plan.capture, "tcpdump is not installed" if no_tcpdump else "",
-                                          keep_pcap=plan.keep_pcap), baselines)
-                folder.append(row)
-                rows.append(row)
-                _summarise(row, len(plan.split.available))
-                elapsed = time.monotonic() - started - sum(s.duration_s for s, _, _ in runs[:index])
-                overhead_s = max(0.0, elapsed / index)
-        return folder, rows
+            yield Bench(plan, runtime, folder, finished, broken, shaper, no_tcpdump)
     finally:
         signal.signal(signal.SIGTERM, previous)
         lock.close()
+
+
+def run_suite(plan: Plan, runtime: Runtime | None = None) -> tuple[ResultsFolder, list[RunRow]]:
+    """``runtime``: one made already (the tests' in-process runtime); by default plan.runtime's."""
+    with opened(plan, runtime) as bench:
+        runs = [(s, t, r) for s, t, r in plan.runs if (s.id, t.name, r) not in bench.finished]
+        rows: list[RunRow] = []
+        overhead_s, started = SETUP_ESTIMATE_S, time.monotonic()
+        for index, (scenario, adapter, repeat) in enumerate(runs, start=1):
+            remaining = sum(s.duration_s + overhead_s for s, _, _ in runs[index - 1:])
+            _report(index, len(runs), scenario, adapter, plan.runtime, remaining)
+            rows.append(bench.run(scenario, adapter, repeat))
+            elapsed = time.monotonic() - started - sum(s.duration_s for s, _, _ in runs[:index])
+            overhead_s = max(0.0, elapsed / index)
+        return bench.folder, rows
 
 
 def _add_environment(folder: ResultsFolder, facts: dict) -> None:

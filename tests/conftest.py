@@ -105,7 +105,8 @@ def nothing_left_behind(request: pytest.FixtureRequest):
 # command line of an outer `make test-e2e TOOLS=...`; the rest are the Makefile's `?=` overrides).
 MAKE_ENVIRONMENT = ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "TOOLS", "SCENARIOS", "RUNTIME", "DURATION", "SHAPER",
                     "RESUME", "FORCE", "RESULTS_ROOT", "CAPTURE", "CPUS_TARGET", "CPUS_TOOL", "ISOLATION", "TARGET_HOST",
-                    "GENERATOR_HOST", "REPEAT", "RESULTS")
+                    "GENERATOR_HOST", "REPEAT", "RESULTS", "STEP_DURATION", "SLO_P99_MS", "RESOLUTION", "MAX_STEPS",
+                    "START_RPS", "VUS")
 
 
 def throwaway_clone(dest: Path) -> Path:

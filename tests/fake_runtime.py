@@ -2,8 +2,8 @@
 
 The target is a small HTTP server on 127.0.0.1 (a random port) that serves the real target's file with
 keep-alive and counts requests in stub_status's format; the "tool" is this file run as a Python child
-process (``python fake_runtime.py MODE URL DURATION``), which behaves as MODE says and prints one
-JSON summary line that ``FakeTool.parse`` reads.
+process (``python fake_tool.py MODE URL DURATION [RATE]``), which behaves as MODE says and prints one
+JSON summary line that ``FakeTool.parse`` reads; a rate run passes the rate after the duration.
 """
 from __future__ import annotations
 
@@ -143,7 +143,8 @@ class FakeTool(ToolAdapter):
         self.folder = Path(__file__).parent
 
     def command(self, spec: RunSpec) -> list[str]:
-        return [sys.executable, str(TOOL), self.mode, spec.url, str(spec.duration_s)]
+        rate = [str(spec.rate_rps)] if spec.rate_rps else []
+        return [sys.executable, str(TOOL), self.mode, spec.url, str(spec.duration_s), *rate]
 
     def parse(self, output: ToolOutput) -> Metrics:
         lines = [line for line in output.stdout.splitlines() if line.startswith("{")]

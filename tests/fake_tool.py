@@ -1,10 +1,11 @@
-"""The fake runtime's "tool" (tests/fake_runtime.py): python fake_tool.py MODE URL DURATION_S.
+"""The fake runtime's "tool" (tests/fake_runtime.py): python fake_tool.py MODE URL DURATION_S [RATE].
 
 ok: GETs URL on one keep-alive connection for LOAD_S (the runner does not hold a tool to its duration;
 the tests run faster), then prints one JSON summary line; long: as ok for the whole DURATION_S; window: after a start-up of STARTUP_S holding
 BALLAST_MB, the load for the whole DURATION_S (top samples it once a second); fail: as ok, then a message
 on stderr and exit status 3; hang: never ends; garbage: as ok but prints no summary; wrapped-MODE: MODE under
-a wrapper that holds BALLAST_MB (see wrap). Standard library only: it runs as a
+a wrapper that holds BALLAST_MB (see wrap); paced: GETs at RATE a second, evenly, but never more than
+PACED_CAP_RPS (see paced); without a RATE, as ok. Standard library only: it runs as a
 script, outside the harness's package.
 """
 import http.client
@@ -17,11 +18,13 @@ import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
-MODES = ("ok", "long", "window", "fail", "hang", "garbage", "wrapped-long")
+MODES = ("ok", "long", "window", "fail", "hang", "garbage", "wrapped-long", "paced")
 WRAPPED_NAME = "lth-fake-tool"   # the wrapped tool's process name (sampled_process)
 STARTUP_S = 2.0
 BALLAST_MB = 200
 LOAD_S = 0.3
+PACED_CAP_RPS = 90          # the most a paced fake sends a second: its capacity, whatever the rate asked
+PACED_LATENCY_MS = 0.05     # what a paced fake reports for every request
 
 
 def _load(url: str, duration_s: float) -> dict:
@@ -40,6 +43,25 @@ def _load(url: str, duration_s: float) -> dict:
             "latencies_ms": latencies}
 
 
+def paced(url: str, duration_s: float, rate: float) -> dict:
+    """GET ``url`` at min(rate, PACED_CAP_RPS) a second, evenly spaced, for ``duration_s``. It reports
+    its schedule's window (``duration_s``) and PACED_LATENCY_MS for every request, so its achieved rate is
+    exactly min(rate, cap) and its p99 fixed, however busy the machine: the search's steps are known."""
+    pace = min(rate, PACED_CAP_RPS)
+    parts = urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
+    started_at, start, sent = time.time(), time.perf_counter(), 0
+    while sent < pace * duration_s:
+        time.sleep(max(0.0, start + sent / pace - time.perf_counter()))
+        conn.request("GET", parts.path)
+        conn.getresponse().read()
+        sent += 1
+    time.sleep(max(0.0, start + duration_s - time.perf_counter()))
+    conn.close()
+    return {"requests": sent, "measured_s": duration_s, "load_started_at": started_at,
+            "latencies_ms": [PACED_LATENCY_MS] * sent}
+
+
 def wrap(mode: str, url: str, duration_s: float) -> int:
     """A wrapper holding BALLAST_MB around the real tool, run as WRAPPED_NAME (a link to this Python):
     memory and CPU must count the tool alone, in the run and in its 1-VU baseline."""
@@ -53,7 +75,10 @@ def wrap(mode: str, url: str, duration_s: float) -> int:
         shutil.rmtree(link.parent)
 
 
-def main(mode: str, url: str, duration_s: float) -> int:
+def main(mode: str, url: str, duration_s: float, rate: float | None = None) -> int:
+    if mode == "paced" and rate:
+        print(json.dumps(paced(url, duration_s, rate)))
+        return 0
     if mode.startswith("wrapped-"):
         return wrap(mode.removeprefix("wrapped-"), url, duration_s)
     if mode == "hang":
@@ -75,4 +100,4 @@ def main(mode: str, url: str, duration_s: float) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1], sys.argv[2], float(sys.argv[3])))
+    sys.exit(main(sys.argv[1], sys.argv[2], float(sys.argv[3]), *map(float, sys.argv[4:5])))

@@ -1,12 +1,17 @@
 """Schedule fidelity (harness/fidelity.py) on synthetic send times, and the send times it reads from a
-pcap (wire.request_send_times) on the real capture of tests/fixtures/wire and on a crafted one."""
+pcap (wire.request_send_times) on the real capture of tests/fixtures/wire and on a crafted one; the
+row's fidelity columns from a rate run's stored capture summary; each adapter's declared schedule."""
+import json
+
 import numpy as np
 import pytest
 
 from conftest import FIXTURES
-from harness.fidelity import schedule_fidelity
+from harness import registry
+from harness.fidelity import EXPECTED_GAP_CV, schedule_fidelity
+from harness.row import wire
 from harness.wire import request_send_times, summarise
-from test_capture import ACK, HANDSHAKES, PSH, pcap
+from test_capture import ACK, HANDSHAKES, PSH, ab_row, captured, pcap
 
 AB_PCAP = FIXTURES / "wire" / "ab-vu2-rtt10" / "capture.pcap"
 MS = 1_000_000
@@ -125,3 +130,53 @@ def test_an_empty_capture_is_refused(tmp_path):
     empty.write_bytes(b"")
     with pytest.raises(ValueError, match="empty"):
         request_send_times(empty, 8080)
+
+
+# --- the row's columns, from the summary the run's record keeps ------------------------------------
+
+FIDELITY_COLUMNS = ("wire_rate_rps", "wire_rate_cv", "wire_rate_min_window_rps", "wire_gap_cv", "wire_schedule")
+
+
+def stored_summary(tmp_path, paced) -> dict:
+    """A capture's summary as record.json keeps it (through JSON); the pcap is gone by then."""
+    capture = captured(tmp_path)
+    capture.paced = paced
+    summary = json.loads(json.dumps(capture.summary()))
+    assert not capture.pcap.exists()
+    return summary
+
+
+def test_a_rate_runs_stored_capture_summary_fills_the_fidelity_columns(tmp_path):
+    # The ab capture read as if ab had been asked for 178 rps, evenly: 356 requests over 2 s, but two
+    # connections sending together (closed loop, 10 ms RTT), so the gaps alternate: bursty.
+    summary = stored_summary(tmp_path, (178, "uniform"))
+    fidelity = summary["fidelity"]
+    assert fidelity["requests"] == 356 and fidelity["schedule"] == "uniform" and fidelity["declared_rps"] == 178
+    row = ab_row()
+    wire.fill(row, summary)
+    assert row.wire_rate_rps == fidelity["wire_rate_rps"] == pytest.approx(177.1, abs=0.1)
+    assert row.wire_rate_min_window_rps == 160.0 and row.wire_rate_cv == pytest.approx(0.057, abs=0.001)
+    assert row.wire_gap_cv == pytest.approx(0.92, abs=0.01)
+    assert row.wire_schedule == fidelity["verdict"] == "bursty: gap CV 0.92 where uniform is 0"
+    poisson_row = ab_row()
+    wire.fill(poisson_row, stored_summary(tmp_path, (178, "poisson")))
+    assert poisson_row.wire_schedule == "poisson as declared (gap CV 0.92)"
+
+
+def test_a_closed_run_or_an_older_summary_leaves_the_fidelity_columns_empty(tmp_path):
+    summary = stored_summary(tmp_path, None)
+    assert "fidelity" not in summary
+    row = ab_row()
+    wire.fill(row, summary)
+    assert row.wire_p50_ms is not None and all(getattr(row, c) is None for c in FIDELITY_COLUMNS)
+    wire.fill(row, {**summary, "fidelity": {"error": "ab.pcap is empty: the capture wrote no pcap header"}})
+    assert all(getattr(row, c) is None for c in FIDELITY_COLUMNS)
+    assert "schedule fidelity not computed: ab.pcap is empty" in row.notes
+
+
+def test_each_open_model_adapter_declares_the_schedule_its_rate_model_names():
+    adapters = registry.discover()
+    assert all(a.rate_schedule in EXPECTED_GAP_CV for a in adapters.values())
+    poisson = {name for name, a in adapters.items() if a.open_model and "poisson" in a.rate_model.lower()}
+    assert poisson == {"jmeter"}
+    assert {name for name, a in adapters.items() if a.rate_schedule == "poisson"} == poisson

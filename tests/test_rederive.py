@@ -27,7 +27,8 @@ def rederive(folder: Path) -> subprocess.CompletedProcess:
 # Columns added after STORED was written (new columns only ever go last): re-derived, they are empty
 # there (its runs had no capture and no probe under the load), in runs.csv and in every meta.json's row,
 # except Toxiproxy's CPU, which its stored samples give (the stored meta.json's target_usage has it).
-ADDED_SINCE = ["wire_connect_ms", "shaper_cpu_pct", "rtt_loaded_ms", "shaper_added_ms"]
+ADDED_SINCE = ["wire_connect_ms", "shaper_cpu_pct", "rtt_loaded_ms", "shaper_added_ms", "wire_rate_rps", "wire_rate_cv",
+               "wire_rate_min_window_rps", "wire_gap_cv", "wire_schedule"]
 
 
 def added(run_dir: str) -> dict:

@@ -1,5 +1,6 @@
 """A run's wire_* and tool_error_* columns from its capture's summary (harness/capture.py records
-it in the run's record: the pcap itself is deleted once parsed unless --keep-pcap)."""
+it in the run's record: the pcap itself is deleted once parsed unless --keep-pcap), and a rate run's
+schedule fidelity columns from the same summary (harness/fidelity.py)."""
 from __future__ import annotations
 
 from harness.results import RunRow
@@ -23,6 +24,20 @@ def fill(row: RunRow, capture: dict, probe_gets: int = 0) -> None:
         row.tool_error_p99_ms = row.lat_p99_ms - row.wire_p99_ms
     row.lat_added_ms = added_latency(row)
     _flag(row, capture)
+    fill_fidelity(row, capture.get("fidelity"))
+
+
+def fill_fidelity(row: RunRow, fidelity: dict | None) -> None:
+    """``fidelity``: Fidelity.describe() of a rate run's sends, ``{"error": ...}``, or None (not a rate
+    run, or a summary stored before fidelity was computed): the columns stay empty."""
+    if fidelity is None:
+        return
+    if "error" in fidelity:
+        _note(row, f"schedule fidelity not computed: {fidelity['error']}")
+        return
+    row.wire_rate_rps, row.wire_rate_cv = fidelity["wire_rate_rps"], fidelity["wire_rate_cv"]
+    row.wire_rate_min_window_rps, row.wire_gap_cv = fidelity["wire_rate_min_window_rps"], fidelity["wire_gap_cv"]
+    row.wire_schedule = fidelity["verdict"]
 
 
 def added_latency(row: RunRow) -> float | None:

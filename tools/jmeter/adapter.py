@@ -30,6 +30,7 @@ class JMeter(ToolAdapter):
     timing_resolution_ms = 1  # JTL 'elapsed' in whole ms
 
     open_model = True
+    rate_schedule = "poisson"   # the Precise Throughput Timer's arrivals
     rate_model = ("Precise Throughput Timer (plan-rate.jmx): rate samples/s in total, Poisson arrivals, over VUs threads; "
                   "a sample due while every thread is busy waits, latency counts from the actual send")
 
