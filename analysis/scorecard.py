@@ -21,6 +21,7 @@ from analysis.stall import stall_rows, verdict as stall_verdict
 from analysis.uncertainty import CV_LIMIT, Estimate, estimate, rank
 
 NO_REPEATS = "one run: no spread (REPEAT=3 or more)"
+STABLE_CV = 0.10          # at or below: "stable"; up to CV_LIMIT: "varies"; above: "unstable" (not measurable here)
 
 
 @dataclass
@@ -286,7 +287,9 @@ def sentence(label: str, row: dict) -> str:
         clauses.append(f"{_number(mem['kib'])} KiB per VU")
     stable = row["rps_cv"].facts
     if stable:
-        clauses.append(("unstable" if stable["unstable"] else "stable") + f" (RPS CV {stable['cv']:.0%})")
+        cv = stable["cv"]
+        clauses.append(f"unstable (RPS CV {cv:.0%})" if stable["unstable"] else
+                       f"stable (RPS CV {cv:.0%})" if cv <= STABLE_CV else f"RPS varies run to run (CV {cv:.0%})")
     model = row["open_model"].facts.get("answer")
     if model:
         clauses.append({"yes": "can pace an arrival rate", "no": "closed model only",
