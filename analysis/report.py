@@ -22,7 +22,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from harness import REPO_ROOT
 from analysis.charts import CHARTS, OK, run_status, runtime_ratios, short_side, spread, with_limits
 from analysis.load import NUMERIC, environment, load_results, scenario_order
-from analysis import scorecard
+from analysis import capacity, scorecard
 from analysis.uncertainty import CV_LIMIT, NOT_MEASURABLE as FLAGGED, Estimate, rank
 from analysis.stall import EXPLANATION as STALL_EXPLANATION, stall_table, write_stall_chart
 from harness.results import STATUSES
@@ -155,8 +155,10 @@ def metric_sources(folder: Path) -> dict[str, str]:
 
 
 def build(folders: list[Path], out: Path) -> Path:
-    df = with_limits(load_results(*folders))
+    everything = with_limits(load_results(*folders))
     out.mkdir(parents=True, exist_ok=True)
+    capacity_section = capacity.write(everything, folders, out)
+    df = everything[~capacity.is_step(everything)]     # a search's steps are rates, not scenarios to compare
     charts, missing = [], []
     for name, (caption, draw) in CHARTS.items():
         figure = draw(df) if len(df[df["status"] == "ok"]) else None
@@ -172,6 +174,7 @@ def build(folders: list[Path], out: Path) -> Path:
     scorecard.write_csv(card, out / "scorecard.csv")
     page = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape()).get_template("report.html.j2")
     html = page.render(
+        steps=int(capacity.is_step(everything).sum()),
         generated=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         folders=[{"name": f.name, "environment": environment(f), "raw": raw_rows(f), "sources": metric_sources(f)}
                  for f in folders],
@@ -180,6 +183,7 @@ def build(folders: list[Path], out: Path) -> Path:
         ratios=ratios.to_dict("records"), ratio_text=_ratio, interval_text=_interval, headers=HEADERS,
         scorecard=card, scorecard_headers=scorecard.HEADERS, scorecard_columns=scorecard.COLUMNS,
         cv_limit=f"{CV_LIMIT:.0%}",
+        capacity=capacity_section,
         stall=stall_table(df), stall_explanation=STALL_EXPLANATION, stall_chart=write_stall_chart(df, out),
     )
     (out / "index.html").write_text(html)
