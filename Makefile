@@ -1,4 +1,4 @@
-# Quick start:  make bench-quick   |   make bench-all   |   make test
+# Quick start:  make bench-quick   |   make bench-all (REPEAT=3 for intervals: ~35 h, README)   |   make test
 # Overrides:    TOOLS=wrk,ab  SCENARIOS=scenarios/shootout.yaml:vu20-rtt0.1  RUNTIME=docker|host  DURATION=5
 #               SHAPER=auto|netem|toxiproxy  RESUME=results/<folder> [FORCE=1]  RESULTS_ROOT=results
 #               CAPTURE=1 (tcpdump: wire latency next to each tool's)

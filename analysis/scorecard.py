@@ -265,9 +265,9 @@ def sentence(label: str, row: dict) -> str:
         elif speed["rank"] == 1 and not speed["tied"]:
             clauses.append(f"fastest per core ({per_core})")
         elif speed["rank"] == 1:
-            clauses.append(f"among the fastest per core ({per_core}; tied with {', '.join(speed['tied'])})")
+            clauses.append(f"among the fastest per core ({per_core}; tied with {_names(speed['tied'])})")
         else:
-            clauses.append(f"{per_core}, rank {speed['rank']}" + (" (tied with others)" if speed["tied"] else ""))
+            clauses.append(f"{per_core}, rank {speed['rank']}" + (f" (tied with {_names(speed['tied'])})" if speed["tied"] else ""))
     top = row["max_vus_ok"].facts
     if top and top["highest"] is not None:
         clauses.append(f"ran ok up to {top['highest']:.0f} VUs" +
@@ -295,6 +295,10 @@ def sentence(label: str, row: dict) -> str:
         clauses.append({"yes": "can pace an arrival rate", "no": "closed model only",
                         "not wired": "open model not wired here"}[model])
     return f"{label}: " + ("; ".join(clauses) if clauses else "no ok run in these results") + "."
+
+
+def _names(labels: list[str], most: int = 3) -> str:
+    return ", ".join(labels) if len(labels) <= most else f"{', '.join(labels[:most])} and {len(labels) - most} more"
 
 
 def _stall_clause(stall: dict) -> str:

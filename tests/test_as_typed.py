@@ -5,6 +5,7 @@ report must be there. tests/test_tools_e2e.py checks each tool's rows of the sam
 
 The counts come from the registry and scenarios/quick.yaml, never from a number written here.
 """
+import csv
 import json
 import shutil
 from pathlib import Path
@@ -65,3 +66,29 @@ def test_make_rederive_as_typed_gives_the_same_rows(bench_quick, runtime, tmp_pa
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"re-derived {len(typed.rows)} runs" in result.stdout
     assert rederived_differences(stored, typed.folder) == []
+
+
+def test_make_bench_capacity_as_typed_searches_and_reports(bench_quick):
+    """`make bench-capacity TOOLS=oha,wrk ...` in the same clone (host runtime, its default): oha's search
+    writes a row per step with the wire's schedule figures (CAPTURE=1), wrk its closed-loop reference, both
+    in capacity.json and the report's capacity section."""
+    if selected_tools() is not None and not {"oha", "wrk"} <= selected_tools():
+        pytest.skip("oha and wrk are not among the selected tools")
+    clone = bench_quick("host").latest.parent.parent
+    result = make_as_typed(clone, "bench-capacity", "TOOLS=oha,wrk", "STEP_DURATION=2", "MAX_STEPS=3", "CAPTURE=1")
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output[-3000:]
+    latest = clone / "results" / "latest"
+    entries = {e["tool"]: e for e in json.loads((latest / "capacity.json").read_text())}
+    oha, wrk = entries["oha"], entries["wrk"]
+    assert oha["kind"] == "search" and oha["steps"] == 3 and oha["stopped_because"] == "step budget", oha
+    assert oha["max_sustained_rps"] == max(oha["rates"]) and f"oha: max sustained {oha['max_sustained_rps']:,} rps" in output
+    assert wrk["kind"] == "closed-loop reference" and wrk["closed_loop_rps"] > 0 and wrk["status"] == "ok"
+    rows = list(csv.DictReader((latest / "runs.csv").open()))
+    steps = [r for r in rows if r["tool"] == "oha" and r["scenario"].startswith("capacity-rate")]
+    assert sorted(int(r["rate_target_rps"]) for r in steps) == sorted(oha["rates"])
+    for row in steps:
+        assert row["status"] == "ok" and float(row["wire_gap_cv"]) >= 0 and row["wire_schedule"], row
+        assert abs(float(row["wire_rate_rps"]) / int(row["rate_target_rps"]) - 1) < 0.1, row
+    html = (latest / "report" / "index.html").read_text()
+    assert 'id="capacity-table"' in html and (latest / "report" / "latency_vs_rate.png").is_file()
