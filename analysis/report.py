@@ -172,6 +172,7 @@ def build(folders: list[Path], out: Path) -> Path:
     ratios = runtime_ratios(df)
     card = scorecard.build(df)
     scorecard.write_csv(card, out / "scorecard.csv")
+    absent = scorecard.absent_columns(card)
     page = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape()).get_template("report.html.j2")
     html = page.render(
         steps=int(capacity.is_step(everything).sum()),
@@ -181,7 +182,8 @@ def build(folders: list[Path], out: Path) -> Path:
         charts=charts, missing=missing, summary=summary_table(df), runs=len(df),
         failed=failed_runs(df), failed_counts=status_counts(df), runs_cell=runs_cell,
         ratios=ratios.to_dict("records"), ratio_text=_ratio, interval_text=_interval, headers=HEADERS,
-        scorecard=card, scorecard_headers=scorecard.HEADERS, scorecard_columns=scorecard.COLUMNS,
+        scorecard=card, scorecard_headers={c: h for c, h in scorecard.HEADERS.items() if c not in absent},
+        scorecard_absent=absent, scorecard_columns=scorecard.COLUMNS,
         cv_limit=f"{CV_LIMIT:.0%}",
         capacity=capacity_section,
         stall=stall_table(df), stall_explanation=STALL_EXPLANATION, stall_chart=write_stall_chart(df, out),

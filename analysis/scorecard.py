@@ -311,6 +311,17 @@ def _stall_clause(stall: dict) -> str:
     return "; ".join(said)
 
 
+def absent_columns(rows: list[dict]) -> dict[str, str]:
+    """Columns no tool has a figure in, for one and the same reason: {header: why}. The page says so once
+    instead of in every row (scorecard.csv keeps every cell)."""
+    absent = {}
+    for column, header in HEADERS.items():
+        reasons = {row[column].text for row in rows if row[column].value is None}
+        if rows and len(reasons) == 1 and all(row[column].value is None for row in rows):
+            absent[column] = f"{header}: {reasons.pop()}"
+    return absent
+
+
 def write_csv(rows: list[dict], path: Path) -> Path:
     """scorecard.csv: per column its text and its source."""
     names = ["tool", *(n for c in COLUMNS for n in (c, f"{c}_source")), "sentence"]

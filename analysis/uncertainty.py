@@ -116,11 +116,12 @@ class Change:
 
 
 def change(a: Sequence[float], b: Sequence[float]) -> Change:
-    """B against A: ratio of medians, bootstrap interval (each side resampled on its own), verdict."""
+    """B against A: ratio of medians, bootstrap interval (each side resampled on its own), verdict. A side
+    without a figure (no ok run, or the tool does not report it or cannot resolve it) gets no ratio."""
     a_data, b_data = (np.asarray([v for v in s if not math.isnan(v)], dtype=float) for s in (a, b))
     if a_data.size == 0 or b_data.size == 0:
-        return Change(math.nan, None, None, "no ok run on " + ("either side" if a_data.size == b_data.size else
-                                                                 "side A" if a_data.size == 0 else "side B"))
+        return Change(math.nan, None, None, "no figure on " + ("either side" if a_data.size == b_data.size else
+                                                                "side A" if a_data.size == 0 else "side B"))
     ratio = float(np.median(b_data) / np.median(a_data))
     if min(a_data.size, b_data.size) < MIN_RUNS:
         return Change(ratio, None, None, f"{min(a_data.size, b_data.size)} run(s): no interval (REPEAT=3 or more)")

@@ -154,3 +154,12 @@ def test_the_scorecard_is_on_the_first_screen_in_a_headless_browser(tmp_path):
     # its first row, and every tool's sentence, are in the page
     for row in card(QUICK3 or SAMPLE):
         assert row["sentence"].replace("'", "&#39;") in dom or row["sentence"] in dom
+
+
+def test_a_column_no_tool_has_is_said_once_on_the_page(tmp_path):
+    absent = scorecard.absent_columns(card(SAMPLE))
+    assert absent["p50_error_ms"] == "p50 − wire ms: not captured: run with CAPTURE=1"
+    assert "req_per_cpu_s" not in absent or absent["req_per_cpu_s"].startswith("req / CPU-s: ")
+    html = build(SAMPLE, tmp_path / "report").read_text()
+    assert html.count("not captured: run with CAPTURE=1") == 2      # p50 and p99, once each, not per tool
+    assert ">p50 − wire ms</th>" not in html

@@ -80,7 +80,7 @@ def test_change_calls_a_difference_only_when_its_interval_excludes_one():
     single = change([1000], [1500, 1490, 1520])
     assert single.ratio == pytest.approx(1.5) and single.low is None and single.verdict.startswith("1 run(s)")
     assert change([1000, 1001], [1500, 1490]).verdict.startswith("2 run(s): no interval")
-    assert change([], [1.0]).verdict == "no ok run on side A"
+    assert change([], [1.0]).verdict == "no figure on side A"
     assert math.isnan(change([1.0], []).ratio)
 
 
