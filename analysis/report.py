@@ -180,7 +180,7 @@ def build(folders: list[Path], out: Path) -> Path:
         folders=[{"name": f.name, "environment": environment(f), "raw": raw_rows(f), "sources": metric_sources(f)}
                  for f in folders],
         charts=charts, missing=missing, summary=summary_table(df), runs=len(df),
-        failed=failed_runs(df), failed_counts=status_counts(df), runs_cell=runs_cell,
+        failed=failed_runs(everything), failed_counts=status_counts(everything), runs_cell=runs_cell,
         ratios=ratios.to_dict("records"), ratio_text=_ratio, interval_text=_interval, headers=HEADERS,
         scorecard=card, scorecard_headers={c: h for c, h in scorecard.HEADERS.items() if c not in absent},
         scorecard_absent=absent, scorecard_columns=scorecard.COLUMNS,
