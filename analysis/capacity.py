@@ -52,34 +52,29 @@ def _per_1k(cpu_pct: float, rps: float) -> str:
 
 def capacity_table(df: pd.DataFrame, found: list[dict]) -> list[dict]:
     """One row per capacity.json entry: what the page and the closing notes show."""
-    steps = df[is_step(df)]
     rows = []
     for entry in found:
         if entry["kind"] == "search":
             rate = entry.get("max_sustained_rps")
-            row = _step_row(steps, entry, rate)
+            row = _step_row(df[is_step(df)], entry, rate)
             rps = row["rate_achieved_rps"] if row is not None else None
-            rows.append({"tool": entry["tool"], "kind": "sustained-rate search",
-                         "max_rps": f"{rate:,}" if rate else "none",
-                         "limited_by": entry["limited_by"] + ("" if not entry.get("target_saturated_at_max")
-                                                              else " (target saturated at the max)"),
-                         "slo_p99_ms": f"{entry['slo_p99_ms']:.3g}" if entry.get("slo_p99_ms") else "",
-                         "steps": entry.get("steps", 0), "stopped": entry.get("stopped_because", ""),
-                         "minutes": f"{entry['wall_time_s'] / 60:.1f}",
-                         "tool_cores_per_1k": _per_1k(row["cpu_avg_pct"], rps) if row is not None else "",
-                         "target_cores_per_1k": _per_1k(row["target_cpu_pct"], rps) if row is not None else ""})
+            limited = entry["limited_by"] + (" (target saturated at the max)" if entry.get("target_saturated_at_max")
+                                             else "")
+            shown = {"kind": "sustained-rate search", "max_rps": f"{rate:,}" if rate else "none",
+                     "limited_by": limited,
+                     "slo_p99_ms": f"{entry['slo_p99_ms']:.3g}" if entry.get("slo_p99_ms") else "",
+                     "steps": entry.get("steps", 0), "stopped": entry.get("stopped_because", "")}
         else:
             rps = entry.get("closed_loop_rps")
             run = df[(df["tool"] == entry["tool"]) & (df["folder"] == entry["folder"])
                      & (df["scenario"] == f"capacity-closed-vu{entry['vus']}")]
             row = run.iloc[-1] if len(run) else None
-            rows.append({"tool": entry["tool"], "kind": "closed-loop reference",
-                         "max_rps": f"{rps:,.0f}" if rps else entry.get("status", ""),
-                         "limited_by": entry.get("limited_by") or "", "slo_p99_ms": "", "steps": 1,
-                         "stopped": f"{entry['vus']} connections, {entry['step_duration_s']} s",
-                         "minutes": f"{entry['wall_time_s'] / 60:.1f}",
-                         "tool_cores_per_1k": _per_1k(row["cpu_avg_pct"], rps) if row is not None else "",
-                         "target_cores_per_1k": _per_1k(row["target_cpu_pct"], rps) if row is not None else ""})
+            shown = {"kind": "closed-loop reference", "max_rps": f"{rps:,.0f}" if rps else entry.get("status", ""),
+                     "limited_by": entry.get("limited_by") or "", "slo_p99_ms": "", "steps": 1,
+                     "stopped": f"{entry['vus']} connections, {entry['step_duration_s']} s"}
+        rows.append({"tool": entry["tool"], **shown, "minutes": f"{entry['wall_time_s'] / 60:.1f}",
+                     "tool_cores_per_1k": _per_1k(row["cpu_avg_pct"], rps) if row is not None else "",
+                     "target_cores_per_1k": _per_1k(row["target_cpu_pct"], rps) if row is not None else ""})
     return rows
 
 
@@ -109,9 +104,12 @@ def latency_vs_rate(df: pd.DataFrame, found: list[dict]) -> plt.Figure | None:
         ax.set_xlabel("arrival rate asked, requests/s (log)", fontsize=8)
         ax.set_ylabel("ms (log)", fontsize=8)
         ax.legend(fontsize=7)
-    fig.suptitle("Latency vs arrival rate: each capacity search's steps, the knee (max sustained rate) marked",
-                 fontsize=11, x=0.01, ha="left")
-    fig.tight_layout(rect=(0, 0, 1, 0.95))
+    return _titled(fig, "Latency vs arrival rate: each capacity search's steps, the knee (max sustained rate) marked")
+
+
+def _titled(fig: plt.Figure, title: str) -> plt.Figure:
+    fig.suptitle(title, fontsize=11, x=0.01, ha="left")
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.45 / fig.get_figheight()))    # ~0.45 in for the title
     return fig
 
 
@@ -145,10 +143,7 @@ def fidelity(df: pd.DataFrame) -> plt.Figure | None:
     window_ax.axvline(100, color="grey", linestyle=":", linewidth=1)
     window_ax.set_xlabel("slowest 100 ms window, % of the rate asked", fontsize=8)
     gap_ax.legend(fontsize=7)
-    fig.suptitle("Schedule fidelity on the wire (--capture): how evenly each tool's requests left",
-                 fontsize=11, x=0.01, ha="left")
-    fig.tight_layout(rect=(0, 0, 1, 0.93))
-    return fig
+    return _titled(fig, "Schedule fidelity on the wire (--capture): how evenly each tool's requests left")
 
 
 def fidelity_table(df: pd.DataFrame) -> list[dict]:
