@@ -81,14 +81,20 @@ def test_make_bench_capacity_as_typed_searches_and_reports(bench_quick):
     latest = clone / "results" / "latest"
     entries = {e["tool"]: e for e in json.loads((latest / "capacity.json").read_text())}
     oha, wrk = entries["oha"], entries["wrk"]
-    assert oha["kind"] == "search" and oha["steps"] == 3 and oha["stopped_because"] == "step budget", oha
-    assert oha["max_sustained_rps"] == max(oha["rates"]) and f"oha: max sustained {oha['max_sustained_rps']:,} rps" in output
+    # 2 s steps on a shared CI machine may fail one (a missed rate or SLO): the search then bisects and may
+    # also end on its resolution inside the budget; either way it never runs past MAX_STEPS.
+    assert oha["kind"] == "search" and 2 <= oha["steps"] <= 3, oha
+    assert oha["stopped_because"] in {"step budget", "resolution"}, oha
+    passed = [s["rate_target_rps"] for s in oha["step_results"] if s["passed"]]
+    assert passed and oha["max_sustained_rps"] == max(passed), oha
+    assert f"oha: max sustained {oha['max_sustained_rps']:,} rps" in output
     assert wrk["kind"] == "closed-loop reference" and wrk["closed_loop_rps"] > 0 and wrk["status"] == "ok"
     rows = list(csv.DictReader((latest / "runs.csv").open()))
     steps = [r for r in rows if r["tool"] == "oha" and r["scenario"].startswith("capacity-rate")]
     assert sorted(int(r["rate_target_rps"]) for r in steps) == sorted(oha["rates"])
     for row in steps:
         assert row["status"] == "ok" and float(row["wire_gap_cv"]) >= 0 and row["wire_schedule"], row
-        assert abs(float(row["wire_rate_rps"]) / int(row["rate_target_rps"]) - 1) < 0.1, row
+        if int(row["rate_target_rps"]) in passed:
+            assert abs(float(row["wire_rate_rps"]) / int(row["rate_target_rps"]) - 1) < 0.1, row
     html = (latest / "report" / "index.html").read_text()
     assert 'id="capacity-table"' in html and (latest / "report" / "latency_vs_rate.png").is_file()
