@@ -26,6 +26,12 @@ class RunSpec:
     cpus: int         # cores the generator may use
     rate_rps: int | None = None  # open model: send at this arrival rate, vus capping connections (issue 13)
     per_request: bool = False    # one of several generators: keep what latency_histogram() needs
+    keepalive: bool = True       # False: a new TCP connection for every request (issue 23)
+
+    @property
+    def tls(self) -> bool:
+        """An https:// URL: TLS to a throw-away self-signed certificate, which the tool must not verify."""
+        return self.url.startswith("https://")
 
 
 @dataclass(frozen=True)
@@ -168,6 +174,11 @@ class ToolAdapter(ABC):
     # "poisson" (exponential gaps), as its rate_model says; the wire's schedule fidelity judges the
     # capture against it (harness/fidelity.py, the wire_schedule column).
     rate_schedule: ClassVar[str] = "uniform"
+    # Issue 23: True when command() honours RunSpec.keepalive=False (a new TCP connection for every
+    # request, checked on the wire) and an https:// URL (TLS, the self-signed certificate not verified);
+    # otherwise the one-line reason it cannot, which list-tools prints and an `unsupported` row keeps.
+    keepalive_off: ClassVar[bool | str] = "not wired in this adapter yet"
+    tls: ClassVar[bool | str] = "not wired in this adapter yet"
 
     def variants(self) -> list["ToolAdapter"]:
         """Named variants that appear as separate tools (e.g. locust and locust-http).

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from harness.errors import HarnessError
 
@@ -19,6 +19,21 @@ MAX_DURATION_S = 24 * 3600
 NATIVE_RTT_MS = 0.5
 MAX_RATE_RPS = 10_000_000
 MAX_STALL_MS = 600_000
+
+
+MAX_DELAY_MS = 60_000
+
+
+def parse_delay(text: str) -> tuple[float, float]:
+    """``"50"`` -> (50, 50); ``"0..1000"`` -> (0, 1000); anything else: ValueError saying what is allowed."""
+    low, sep, high = text.partition("..")
+    try:
+        bounds = (float(low), float(high) if sep else float(low))
+    except ValueError:
+        raise ValueError(f"backend_delay_ms must be milliseconds (50) or a range (0..1000), got {text!r}") from None
+    if not 0 <= bounds[0] <= bounds[1] <= MAX_DELAY_MS:
+        raise ValueError(f"backend_delay_ms {text!r}: need 0 <= min <= max <= {MAX_DELAY_MS}")
+    return bounds
 
 
 class Scenario(BaseModel):
@@ -33,6 +48,32 @@ class Scenario(BaseModel):
     closed_model_tools: Literal["unsupported", "run"] = "unsupported"
     stall_ms: int | None = Field(default=None, gt=0, le=MAX_STALL_MS, strict=True)
     stall_at_s: float | None = Field(default=None, ge=0)
+    # Issue 23: what is loaded and how (see targets/README.md). keepalive False: a new TCP connection per
+    # request; tls: HTTPS to a throw-away self-signed certificate; backend_delay_ms: the file server sleeps
+    # this long per request, fixed ("50" or 50) or uniform in a range ("0..1000").
+    target: str = Field(default="nginx", pattern=r"^[a-z0-9][a-z0-9-]*$", max_length=32)
+    keepalive: bool = Field(default=True, strict=True)
+    tls: bool = Field(default=False, strict=True)
+    backend_delay_ms: str | None = None
+
+    @field_validator("backend_delay_ms", mode="before")
+    @classmethod
+    def _delay_text(cls, value: object) -> object:
+        if isinstance(value, bool):
+            raise ValueError("backend_delay_ms is milliseconds: a number (50) or a range (0..1000)")
+        return str(value) if isinstance(value, (int, float)) else value
+
+    @field_validator("backend_delay_ms")
+    @classmethod
+    def _delay_range(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_delay(value)
+        return value
+
+    @property
+    def delay_range_ms(self) -> tuple[float, float] | None:
+        """(min, max) of the backend delay, equal for a fixed one; None: no delay."""
+        return None if self.backend_delay_ms is None else parse_delay(self.backend_delay_ms)
 
     @model_validator(mode="after")
     def _stall_inside_the_run(self) -> "Scenario":
