@@ -6,7 +6,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from harness import REPO_ROOT, registry, scenarios
+from harness import REPO_ROOT, capabilities, registry, scenarios, targets
 from harness.cleanup import clean_state
 from harness.cpus import CpuSplit, choose_split
 from harness.errors import HarnessError
@@ -231,7 +231,24 @@ def _list_tools(_: argparse.Namespace) -> int:
         rate = "open" if adapter.open_model else "closed"    # can it pace a rate scenario (openmodel.py)
         print(f"{adapter.name:13} {adapter.folder.name:10} {host:18} {image:14} {rate:6} {adapter.concurrency_model}"
               f" | {adapter.rate_model}")
+    _print_capabilities(list(registry.discover().values()))
+    print("\ntargets (targets/<id>/, a scenario's `target:`):")
+    for target in targets.discover().values():
+        print(f"  {target.id:12} {target.role:7} {target.description}")
     return 0
+
+
+def _print_capabilities(adapters: list) -> None:
+    """The capability matrix: yes, or no with the tool's reason (a scenario needing it gets an unsupported row)."""
+    labels = list(capabilities.FEATURES.values())
+    print(f"\n{'capabilities':13} " + " ".join(f"{label:15}" for label in labels))
+    reasons = []
+    for adapter in adapters:
+        cells = capabilities.matrix(adapter)
+        print(f"{adapter.name:13} " + " ".join(f"{cells[label][:3].rstrip(':'):15}" for label in labels))
+        reasons += [f"  {adapter.name}, {label}: {cells[label][4:]}" for label in labels if cells[label] != "yes"]
+    if reasons:
+        print("why not:\n" + "\n".join(reasons))
 
 
 def _install_folders(args: argparse.Namespace) -> int:

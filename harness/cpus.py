@@ -70,6 +70,17 @@ class CpuSplit:
         if cpus:
             os.sched_setaffinity(0, cpus)
 
+    def stack_cpus(self, proxy: bool) -> dict[str, tuple[int, ...]]:
+        """The target's set shared out to a stack: a proxy gets the first half and the file server the
+        rest when the target has 2 CPUs or more; otherwise both share it (and the row says so)."""
+        cpus = self.target_cpus
+        if not proxy:
+            return {"upstream": cpus}
+        if len(cpus) < 2:
+            return {"proxy": cpus, "upstream": cpus}
+        half = len(cpus) // 2
+        return {"proxy": cpus[:half], "upstream": cpus[half:]}
+
     def describe(self) -> dict:
         return {"cpu_isolation": self.isolated, "cpus_available": format_cpus(self.available),
                 "cpus_target": format_cpus(self.target), "cpus_tool": format_cpus(self.tool),

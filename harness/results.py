@@ -110,6 +110,21 @@ class RunRow(Figures, RunSetup):
                                        "schedule 0, Poisson 1)")
     wire_schedule: str | None = column("the same: one line judging the gaps, windows and rate against the tool's "
                                        "declared schedule (rate_schedule: uniform or poisson)")
+    # Targets as adapters (issue 23): harness/targets.py, harness/row/target.py.
+    target: str = column("the scenario's target (targets/<id>/): nginx, or a proxy in front of it", "nginx")
+    keepalive: bool = column("false: the tool was told to open a new TCP connection for every request", True)
+    tls: bool = column("true: HTTPS to a throw-away self-signed certificate (not verified by the tool)", False)
+    backend_delay_ms: str | None = column("the file server slept this long per request, ms: fixed (50) or uniform "
+                                          "(0..1000)")
+    target_stack: str | None = column("what served the run: each server's version and CPUs, where TLS ends, the delay")
+    target_version: str | None = column("the version of the scenario's target (the proxy's, behind which Nginx serves)")
+    server_connections: int | None = column("TCP connections the Nginx file server accepted during the run (its "
+                                            "stub_status; behind a proxy: the proxy's connections to it)")
+    proxy_cpu_pct: float | None = column("a proxy target's CPU over the load window, 100 = one core (also in "
+                                         "target_cpu_pct; the file server's is the difference)")
+    wire_connections: int | None = column("TCP connections the tool opened on the wire (--capture)")
+    wire_requests_per_connection: float | None = column("wire_requests / wire_connections: 1.0 when keep-alive is "
+                                                        "really off")
 
 
 COLUMNS = [f.name for f in fields(RunRow)]
@@ -117,7 +132,8 @@ COLUMNS = [f.name for f in fields(RunRow)]
 # ("withheld") for diagnosis, never in runs.csv where they would read as results.
 CONTEXT_COLUMNS = {*(f.name for f in fields(RunSetup)), "status", "error", "notes", "shaper", "rtt_measured_ms", "rtt_ok",
                    "repeat", "started_at", "run_dir", "timing_resolution_ms", "co_corrected", "cpus_target",
-                   "cpus_tool", "rate_model", "rate_target_rps", "stall_ms", "stall_at_s", "generators"}
+                   "cpus_tool", "rate_model", "rate_target_rps", "stall_ms", "stall_at_s", "generators",
+                   "target", "keepalive", "tls", "backend_delay_ms", "target_stack", "target_version"}
 RESULT_COLUMNS = [c for c in COLUMNS if c not in CONTEXT_COLUMNS]
 
 

@@ -1,7 +1,7 @@
 """Measures the round-trip time to the target from where a tool runs.
 
 Run as a script inside the generator's network namespace:
-    python rtt_probe.py HOST PORT PATH [COUNT]
+    python rtt_probe.py HOST PORT PATH [COUNT] [tls]
 One keep-alive connection, one warm-up request (it pays for the handshake), then COUNT timed
 GETs; prints JSON with the median (the figure the harness records), min and max in ms, and the
 median time of CONNECTS fresh TCP handshakes (~ the RTT where the shaper delays the handshake).
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import socket
+import ssl
 import statistics
 import sys
 import time
@@ -21,10 +22,11 @@ import time
 CONNECTS = 3
 
 
-def _connect(host: str, port: int) -> socket.socket:
+def _connect(host: str, port: int, tls: bool = False) -> socket.socket:
     sock = socket.create_connection((host, port), timeout=10)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    return sock
+    # A TLS target's certificate is the suite's throw-away self-signed one: encrypted, never verified.
+    return ssl._create_unverified_context().wrap_socket(sock) if tls else sock
 
 
 def _exchange(sock: socket.socket, request: bytes) -> None:
@@ -47,9 +49,9 @@ def _recv(sock: socket.socket) -> bytes:
     return chunk
 
 
-def probe(host: str, port: int, path: str, count: int = 30) -> dict:
+def probe(host: str, port: int, path: str, count: int = 30, tls: bool = False) -> dict:
     request = f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nUser-Agent: lth-rtt-probe\r\n\r\n".encode()
-    with _connect(host, port) as sock:
+    with _connect(host, port, tls) as sock:
         _exchange(sock, request)
         times = []
         for _ in range(count):
@@ -68,4 +70,4 @@ def probe(host: str, port: int, path: str, count: int = 30) -> dict:
 if __name__ == "__main__":
     host, port, path = sys.argv[1], int(sys.argv[2]), sys.argv[3]
     count = int(sys.argv[4]) if len(sys.argv) > 4 else 30
-    print(json.dumps(probe(host, port, path, count)))
+    print(json.dumps(probe(host, port, path, count, tls=sys.argv[5:6] == ["tls"])))

@@ -21,7 +21,7 @@ from typing import Iterator
 import psutil
 from rich.console import Console
 
-from harness import PREFIX, environment, openmodel, preflight, stall
+from harness import PREFIX, capabilities, environment, openmodel, preflight, stall
 from harness.adapter import RunSpec, ToolAdapter, ToolOutput
 from harness.capture import MISSING, Capture, tcpdump_missing
 from harness.errors import HarnessError
@@ -36,6 +36,7 @@ from harness.scenarios import Scenario
 from harness.shaping import (ShaperChoice, choose_shaper, loaded_probe, measure_rtt, netem_available, proxy_pids,
                              shaped)
 from harness.target import Target, ensure_allowed
+from harness.targets import Setup
 
 console = Console(highlight=False, soft_wrap=True)
 LOCK_FILE = Path(f"/tmp/{PREFIX}.lock")
@@ -103,6 +104,7 @@ def run_one(runtime: Runtime, adapter: ToolAdapter, scenario: Scenario, folder: 
     wrong becomes the row's status and error; only an interrupt escapes."""
     run_dir, record = _record(runtime, adapter, scenario, folder, repeat, shaper)
     record.grace_s = grace_s(scenario.duration_s, grace)
+    record.target = runtime.target_facts() or None
     capture = capture or Capture(enabled=False)
     try:
         with runtime.parts(adapter) as sessions:
@@ -141,10 +143,11 @@ def _execute(record: RunRecord, sessions: list[Session], adapter: ToolAdapter, s
                                       allow_external_target, run_dir, scenario.rtt_ms))
         record.proxy_beside_tool = record.shaper == "toxiproxy" and not sessions[0].proxy_beside_target
         specs = [RunSpec(url=p.url, vus=p.vus, duration_s=scenario.duration_s, out_dir=run_dir / p.folder,
-                         cpus=p.cpus, rate_rps=p.rate_rps, per_request=p.per_request) for p in record.parts]
+                         cpus=p.cpus, rate_rps=p.rate_rps, per_request=p.per_request, keepalive=scenario.keepalive)
+                 for p in record.parts]
         for part, spec in zip(record.parts, specs):
             part.command = adapter.command(spec)
-        before = targets[0].requests_served()
+        before = targets[0].counters()
         session = sessions[0]
         with stall.injected(session.target_pids, scenario.stall_at_s, scenario.stall_ms,
                             session.remote_freeze) as stalled:
@@ -154,6 +157,7 @@ def _execute(record: RunRecord, sessions: list[Session], adapter: ToolAdapter, s
                                               scenario.duration_s + record.grace_s, adapter.sampled_process)
             else:
                 others = {"nginx": session.target_pids,
+                          **({"proxy": session.proxy_pids} if session.proxy_pids() else {}),
                           **({"toxiproxy": proxy_pids} if record.shaper == "toxiproxy" and session.proxy_beside_target
                              else {})}
                 paced = (rate, adapter.rate_schedule) if rate else None
@@ -163,8 +167,10 @@ def _execute(record: RunRecord, sessions: list[Session], adapter: ToolAdapter, s
                     executions = [execute(session, record.parts[0].command, run_dir,
                                           scenario.duration_s + record.grace_s, adapter.sampled_process, others)]
                 record.shaper_load = under_load
-        # stub_status counts its own request: `after` includes one status request beyond `before`.
-        record.server_requests = targets[0].requests_served() - before - 1
+        # stub_status counts its own request and connection: `after` includes one of each beyond `before`.
+        after = targets[0].counters()
+        record.server_requests = after.requests - before.requests - 1
+        record.server_connections = after.accepts - before.accepts - 1
         record.stall = stalled.to_dict() if stalled is not None else None
         for part, spec, execution in zip(record.parts, specs, executions):
             part.executed = not isinstance(execution, BaseException)
@@ -301,8 +307,10 @@ class Bench:
         plan = self.plan
         if reason := self.cannot_run(adapter):
             row = _unrunnable(self.runtime, adapter, scenario, self.folder, reason, repeat)
-        elif reason := openmodel.unsupported_reason(scenario, adapter) or self.runtime.unsupported_reason(scenario):
+        elif reason := capabilities.unsupported_reason(scenario, adapter) or self.runtime.unsupported_reason(scenario):
             row = _unrunnable(self.runtime, adapter, scenario, self.folder, reason, repeat, status="unsupported")
+        elif reason := self._use_target(scenario):
+            row = _unrunnable(self.runtime, adapter, scenario, self.folder, reason, repeat)
         else:
             row = run_one(self.runtime, adapter, scenario, self.folder, self.shaper.kind, plan.grace_s,
                           plan.allow_external_target, repeat,
@@ -311,6 +319,14 @@ class Bench:
         self.folder.append(row)
         _summarise(row, len(plan.split.available))
         return row
+
+    def _use_target(self, scenario: Scenario) -> str | None:
+        """Start the scenario's target stack (if another one runs); why it cannot start, if it cannot."""
+        try:
+            self.runtime.use_target(Setup.of(scenario))
+        except HarnessError as exc:
+            return f"target {Setup.of(scenario).describe()} did not start: {exc}"
+        return None
 
     def stored(self, scenario_id: str, tool: str, repeat: int = 1) -> RunRow | None:
         """The row of a run the resumed folder finished (None: it is to be run)."""
@@ -325,6 +341,7 @@ def opened(plan: Plan, runtime: Runtime | None = None) -> Iterator[Bench]:
     chosen, the results folder opened (or resumed) and the runtime entered, for as long as the suite runs."""
     runtime = runtime or make_runtime(plan.runtime, plan.results_root, plan.target_host, plan.generator_hosts)
     runtime.split = plan.split
+    runtime.target_ids = frozenset(s.target for s in plan.scenarios)
     preflight.check(plan, runtime)
     lock = _single_instance()
     previous = signal.signal(signal.SIGTERM, _raise_on_sigterm)

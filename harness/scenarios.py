@@ -11,6 +11,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from harness import targets
 from harness.errors import HarnessError
 
 MAX_VUS = 100_000
@@ -55,6 +56,14 @@ class Scenario(BaseModel):
     keepalive: bool = Field(default=True, strict=True)
     tls: bool = Field(default=False, strict=True)
     backend_delay_ms: str | None = None
+
+    @field_validator("target")
+    @classmethod
+    def _known_target(cls, value: str) -> str:
+        available = targets.discover()
+        if value not in available:
+            raise ValueError(f"unknown target {value!r}; available: {', '.join(available)} (folders in targets/)")
+        return value
 
     @field_validator("backend_delay_ms", mode="before")
     @classmethod

@@ -14,7 +14,7 @@ import subprocess
 import threading
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -109,7 +109,8 @@ def probe_count(rtt_ms: float) -> int:
 def probe_rtt(session: Session, target: Target, rtt_ms: float, count: int | None = None) -> dict:
     """harness/rtt_probe.py's figures: median/min/max of the GETs, and a fresh handshake's connect_ms."""
     count = count or probe_count(rtt_ms)
-    result = session.run_python(PROBE_SCRIPT, [target.host, str(target.port), target.path, str(count)])
+    result = session.run_python(PROBE_SCRIPT, [target.host, str(target.port), target.probe_path, str(count),
+                                               *(["tls"] if target.tls else [])])
     if result.returncode != 0:
         raise HarnessError(f"RTT probe to {target.url} failed: {result.stderr.strip().splitlines()[-1:]}")
     return json.loads(result.stdout)
@@ -197,8 +198,8 @@ def _toxiproxy(session: Session, rtt_ms: float, log_dir: Path) -> Iterator[Targe
             api("POST", f"/proxies/{PREFIX}/toxics",
                 {"name": "rtt", "type": "latency", "stream": "downstream", "toxicity": 1.0,
                  "attributes": {"latency": round(rtt_ms), "jitter": 0}})
-            target = Target(listen, PROXY_PORT, status_port=session.target.status_port,
-                            status_host=None if listen == session.target.host else session.target.host)
+            target = replace(session.target, host=listen, port=PROXY_PORT,
+                             status_host=session.target.status_host or session.target.host)
             _calibrate(session, target, Knob("toxiproxy", "toxic latency", 1, lambda ms: _set_toxic(api, ms)),
                        rtt_ms, log_dir)
             yield target

@@ -1,10 +1,12 @@
-"""The Nginx target: what it must serve, the check before any run, and its request counter."""
+"""The target as the harness sees it: what it must serve, the check before any run, and the Nginx file
+server's counters (harness/targets.py starts the stacks)."""
 from __future__ import annotations
 
 import http.client
 import ipaddress
 import re
 import shutil
+import ssl
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,12 +37,14 @@ def ensure_allowed(host: str, allow_external: bool = False, explicit: str | None
                        "networks; pass --allow-external-target if you own that server and mean it")
 
 
-def stage(prefix: Path, listen_address: str | None = None) -> None:
-    """Nginx's prefix folder: the shared config, the served file and a tmp folder, readable by the
-    workers. ``listen_address`` binds Nginx to that one address (a remote target opens nothing else)."""
+def stage(prefix: Path, listen_address: str | None = None, port: int = 80) -> None:
+    """The Nginx file server's prefix folder: its config, the served file and a tmp folder, readable by
+    the workers. ``listen_address`` binds it to that one address (a remote target opens nothing else);
+    ``port``: another port than 80 (the file server behind a proxy target)."""
     conf = (TARGET_DIR / "nginx.conf").read_text()
-    if listen_address:
-        conf, count = re.subn(r"^(\s*listen\s+)80\b", rf"\g<1>{listen_address}:80", conf, flags=re.MULTILINE)
+    if listen_address or port != 80:
+        listen = f"{listen_address}:{port}" if listen_address else str(port)
+        conf, count = re.subn(r"^(\s*listen\s+)80\b", rf"\g<1>{listen}", conf, flags=re.MULTILINE)
         if count != 1:
             raise HarnessError(f"{TARGET_DIR / 'nginx.conf'}: expected one `listen 80` line to bind, found {count}")
     (prefix / "nginx.conf").write_text(conf)
@@ -55,11 +59,25 @@ def expected_body_length() -> int:
 
 
 @dataclass(frozen=True)
+class Counters:
+    """Nginx's stub_status totals: connections accepted, requests served (each counts this status request)."""
+    accepts: int
+    requests: int
+
+
+@dataclass(frozen=True)
 class Target:
     host: str
-    port: int = 80          # where the load goes (Nginx itself, or a latency proxy in front of it)
-    status_port: int = 80   # Nginx itself, for stub_status
-    status_host: str | None = None   # Nginx's address when ``host`` is a proxy elsewhere (None: host)
+    port: int = 80          # where the load goes (the target, or a latency proxy in front of it)
+    status_port: int = 80   # the Nginx file server itself, for stub_status (plain HTTP)
+    status_host: str | None = None   # the file server's address when ``host`` is a proxy (None: host)
+    tls: bool = False       # HTTPS on ``port``, to a self-signed certificate (never verified)
+    # The RTT probe's path: the file without a scenario's backend delay (the same file otherwise).
+    undelayed_path: str | None = None
+
+    @property
+    def probe_path(self) -> str:
+        return self.undelayed_path or self.path
 
     @property
     def path(self) -> str:
@@ -67,10 +85,13 @@ class Target:
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}{self.path}"
+        return f"{'https' if self.tls else 'http'}://{self.host}:{self.port}{self.path}"
 
-    def _connection(self, timeout_s: float = 5.0, port: int | None = None, host: str | None = None) -> http.client.HTTPConnection:
-        return http.client.HTTPConnection(host or self.host, port or self.port, timeout=timeout_s)
+    def _connection(self, timeout_s: float = 5.0) -> http.client.HTTPConnection:
+        if self.tls:
+            return http.client.HTTPSConnection(self.host, self.port, timeout=timeout_s,
+                                               context=ssl._create_unverified_context())
+        return http.client.HTTPConnection(self.host, self.port, timeout=timeout_s)
 
     def wait_ready(self, timeout_s: float = 30.0) -> None:
         deadline = time.monotonic() + timeout_s
@@ -103,20 +124,25 @@ class Target:
                 sockets.append(id(conn.sock))
             if len(set(sockets)) != 1:
                 raise HarnessError(f"target check failed: {self.url} did not reuse the connection (keep-alive)")
-        except OSError as exc:
-            raise HarnessError(f"target {self.url} is unreachable ({exc}); check the runtime's network") from None
+        except (OSError, http.client.HTTPException) as exc:
+            raise HarnessError(f"target {self.url} is unreachable ({exc}); check the runtime's network "
+                               "and the target's log") from None
         finally:
             conn.close()
 
-    def requests_served(self) -> int:
-        """Nginx's stub_status request total (it counts this request too)."""
-        conn = self._connection(port=self.status_port, host=self.status_host)
+    def counters(self) -> Counters:
+        """The file server's stub_status totals (the status request itself included)."""
+        conn = http.client.HTTPConnection(self.status_host or self.host, self.status_port, timeout=5.0)
         try:
             conn.request("GET", STATUS_PATH)
             text = conn.getresponse().read().decode()
         finally:
             conn.close()
-        match = re.search(r"^\s*\d+\s+\d+\s+(\d+)\s*$", text, re.MULTILINE)
+        match = re.search(r"^\s*(\d+)\s+\d+\s+(\d+)\s*$", text, re.MULTILINE)
         if not match:
             raise HarnessError(f"target {self.host}: unexpected stub_status output {text[:80]!r}")
-        return int(match.group(1))
+        return Counters(int(match.group(1)), int(match.group(2)))
+
+    def requests_served(self) -> int:
+        """Nginx's stub_status request total (it counts this request too)."""
+        return self.counters().requests

@@ -61,11 +61,16 @@ def test_resuming_something_that_is_not_a_results_folder(tmp_path):
 def test_list_tools_shows_each_adapter():
     result = harness("list-tools", timeout=60)
     assert result.returncode == 0
-    names = [line.split()[0] for line in result.stdout.splitlines()]
-    assert {"wrk", "ab"} <= set(names)
-    rows = {line.split()[0]: line for line in result.stdout.splitlines()}
+    tools, matrix, *_ = result.stdout.split("\n\n")
+    rows = {line.split()[0]: line for line in tools.splitlines()}
+    assert {"wrk", "ab"} <= set(rows)
     assert " closed " in rows["wrk"] and "closed model only" in rows["wrk"]     # wrk cannot pace a rate
     assert " open " in rows["oha"]                                              # oha can (-q)
+    header, *cells = matrix.split("why not:")[0].splitlines()
+    assert header.split()[:3] == ["capabilities", "open", "model"] and "keep-alive off" in header and "TLS" in header
+    assert {line.split()[0] for line in cells} == set(rows) - {"tool"}            # every tool in the matrix
+    assert "wrk, open model: closed model only" in result.stdout                 # a "no" says why
+    assert "targets (targets/<id>/" in result.stdout and "haproxy" in result.stdout
 
 
 @pytest.mark.e2e

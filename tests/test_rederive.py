@@ -28,13 +28,18 @@ def rederive(folder: Path) -> subprocess.CompletedProcess:
 # there (its runs had no capture and no probe under the load), in runs.csv and in every meta.json's row,
 # except Toxiproxy's CPU, which its stored samples give (the stored meta.json's target_usage has it).
 ADDED_SINCE = ["wire_connect_ms", "shaper_cpu_pct", "rtt_loaded_ms", "shaper_added_ms", "wire_rate_rps", "wire_rate_cv",
-               "wire_rate_min_window_rps", "wire_gap_cv", "wire_schedule"]
+               "wire_rate_min_window_rps", "wire_gap_cv", "wire_schedule", "target", "keepalive", "tls",
+               "backend_delay_ms", "target_stack", "target_version", "server_connections", "proxy_cpu_pct",
+               "wire_connections", "wire_requests_per_connection"]
+# Issue 23's setup columns: a record stored before them was of today's target, keep-alive, plain HTTP.
+SETUP_DEFAULTS = {"target": "nginx", "keepalive": True, "tls": False}
 
 
 def added(run_dir: str) -> dict:
     """The added columns' values a re-derivation of STORED/run_dir gives."""
     usage = json.loads((STORED / run_dir / "meta.json").read_text()).get("target_usage", {})
-    return {**dict.fromkeys(ADDED_SINCE), "shaper_cpu_pct": usage.get("toxiproxy", {}).get("cpu_avg_pct")}
+    return {**dict.fromkeys(ADDED_SINCE), **SETUP_DEFAULTS,
+            "shaper_cpu_pct": usage.get("toxiproxy", {}).get("cpu_avg_pct")}
 
 
 def stored_runs_csv() -> bytes:

@@ -19,7 +19,7 @@ from pathlib import Path
 from harness.adapter import LATENCY_FIELDS, LatencyHistogram, Metrics, RunSpec, ToolAdapter, ToolOutput, below_resolution
 from harness.failure import cause_line, name_the_missing_path
 from harness.results import COLUMNS, RunRow, withhold_results, write_meta
-from harness.row import bottleneck, merge, rate, wire
+from harness.row import bottleneck, merge, rate, target, wire
 from harness.row.record import BASELINE_SPEC, SCHEMA_VERSION, Execution, PartRecord, RunRecord, load_execution
 from harness.row.stall import StallRecord
 from harness.sampling import summarise
@@ -54,7 +54,7 @@ def base_row(record: RunRecord, adapter: ToolAdapter) -> RunRow:
                   repeat=record.repeat, started_at=record.started_at, run_dir=record.run_dir,
                   timing_resolution_ms=adapter.timing_resolution_ms, co_corrected=adapter.co_corrected,
                   cpus_target=record.cpus_target, cpus_tool=record.cpus_tool, shaper=record.shaper,
-                  generators=max(1, len(record.parts)))
+                  generators=max(1, len(record.parts)), **target.setup_columns(record))
 
 
 def derive(record: RunRecord, adapter: ToolAdapter, run_dir: Path, results_dir: Path) -> Derived:
@@ -78,6 +78,7 @@ def derive(record: RunRecord, adapter: ToolAdapter, run_dir: Path, results_dir: 
             meta["metric_source"] = "merged: " + how
     direct_gets, via_gets = probe_gets(record.shaper_load)
     row.server_requests = None if record.server_requests is None else record.server_requests - direct_gets - via_gets
+    row.server_connections = record.server_connections
     stalled = StallRecord.from_dict(record.stall) if record.stall else None
     rate.fill_rate(row, scenario, adapter)
     rate.fill_stall(row, scenario, stalled)
@@ -93,6 +94,7 @@ def derive(record: RunRecord, adapter: ToolAdapter, run_dir: Path, results_dir: 
     if record.capture is not None:
         wire.fill(row, record.capture, via_gets)
         meta["wire"] = record.capture
+    target.check_keepalive(row)
     if record.error is not None:
         row.status, row.error = "failed", record.error
     if record.traceback:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from harness.cpus import CpuSplit, format_cpus
+from harness.cpus import CpuSplit, format_cpus, parse_cpus
 from harness.row.record import Execution
 from harness.results import RunRow
 from harness.sampling import Usage, busy_pct, summarise
@@ -134,10 +134,16 @@ def affinity_note(affinity: dict[str, dict[int, dict]], split: CpuSplit) -> str:
     """A note naming any sampled process that was allowed CPUs outside its side's set."""
     if not split.isolated:
         return ""
-    expected = {"": format_cpus(split.tool), "nginx": format_cpus(split.target), "toxiproxy": format_cpus(split.target)}
+    # The target's groups may hold a share of the target's set (a proxy and its file server: CpuSplit.stack_cpus).
+    expected = {"": split.tool, "nginx": split.target, "proxy": split.target, "toxiproxy": split.target}
     escaped = [f"{name or 'tool'} pid {pid} ({seen['name']}) on CPUs {seen['cpus']}" for name, pids in affinity.items()
-               for pid, seen in pids.items() if name in expected and seen["cpus"] != expected[name]]
+               for pid, seen in pids.items() if name in expected and not _within(seen["cpus"], expected[name], name)]
     return f"isolation breached: {', '.join(escaped)}" if escaped else ""
+
+
+def _within(seen: str, allowed: tuple[int, ...], group: str) -> bool:
+    """The tool must have exactly its set; a target process any part of the target's."""
+    return seen == format_cpus(allowed) if group == "" else set(parse_cpus(seen)) <= set(allowed)
 
 
 def contention_note(row: RunRow, busy: dict[str, float | None], irq: dict[str, float | None], split: CpuSplit) -> str:
@@ -166,8 +172,10 @@ def fill(row: RunRow, execution: Execution, window: tuple[float, float] | None, 
     another machine (its CPU figures then come from top there: execution.target_cpu_busy)."""
     tool = summarise(execution.samples, window)
     groups = {name: summarise(samples, window) for name, samples in (execution.others or {}).items()}
-    parts = [u.cpu_avg_pct for u in groups.values() if u.cpu_avg_pct is not None]
+    # "proxy" is a part of "nginx" (the whole target stack), sampled apart for its own column.
+    parts = [u.cpu_avg_pct for name, u in groups.items() if u.cpu_avg_pct is not None and name != "proxy"]
     row.target_cpu_pct = sum(parts) if parts else None
+    row.proxy_cpu_pct = groups["proxy"].cpu_avg_pct if "proxy" in groups else None
     row.tool_saturated = saturated(row.cpu_avg_pct, len(split.tool_cpus))
     target_cpus = tuple(range(target_cores)) if target_cores else split.target_cpus
     row.target_saturated = saturated(row.target_cpu_pct, len(target_cpus))

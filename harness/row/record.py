@@ -96,6 +96,8 @@ class RunRecord:
     grace_s: float | None = None
     proxy_beside_tool: bool = False    # two machines: Toxiproxy ran beside the tool
     server_requests: int | None = None
+    server_connections: int | None = None   # connections the file server accepted during the run (stub_status)
+    target: dict | None = None         # the running stack: target_stack, target_version (Runtime.target_facts)
     stall: dict | None = None          # StallRecord's fields as it happened
     shaper_load: dict | None = None    # Toxiproxy: the RTT probed during the load (shaping.loaded_probe)
     baseline: str | None = None        # the tool's 1-VU baseline run, relative to the results folder

@@ -18,6 +18,9 @@ def fill(row: RunRow, capture: dict, probe_gets: int = 0) -> None:
     row.wire_requests = capture["pairs"] - probe_gets
     row.wire_p50_ms, row.wire_p99_ms = capture["p50_ms"], capture["p99_ms"]
     row.wire_connect_ms = capture.get("connect_p50_ms")      # summaries stored before it lack the key
+    row.wire_connections = capture.get("connections")
+    if row.wire_connections and row.wire_requests is not None:
+        row.wire_requests_per_connection = row.wire_requests / row.wire_connections
     if row.lat_p50_ms is not None and row.wire_p50_ms is not None:
         row.tool_error_p50_ms = row.lat_p50_ms - row.wire_p50_ms
     if row.lat_p99_ms is not None and row.wire_p99_ms is not None:

@@ -15,6 +15,7 @@ from harness.processes import end_process, run, stop_tool
 from harness.proxy_api import call_api
 from harness.sampling import MemoryCheck, PidSource, TopSampler, only_named, vmrss_mb
 from harness.target import Target
+from harness.targets import Setup
 
 if TYPE_CHECKING:
     from harness.scenarios import Scenario
@@ -120,8 +121,12 @@ class Session(ABC):
         """Keep the target's log next to the run (where the runtime has one)."""
 
     def target_pids(self) -> set[int]:
-        """The target's processes (host pids): Nginx's master and workers, sampled beside the tool's
-        and frozen by the stall test (harness/stall.py)."""
+        """The target's processes (host pids): Nginx's master and workers (and a proxy target's), sampled
+        beside the tool's and frozen by the stall test (harness/stall.py)."""
+        return set()
+
+    def proxy_pids(self) -> set[int]:
+        """A proxy target's processes alone (empty: Nginx serves directly), sampled as their own group."""
         return set()
 
     def memory_check(self, pids: set[int]) -> float | None:
@@ -180,4 +185,20 @@ class Runtime(AbstractContextManager, ABC):
     def unsupported_reason(self, scenario: "Scenario") -> str | None:
         """Why this runtime cannot run ``scenario`` yet (None: it can); such runs become rows
         with status unsupported."""
+        if not self.any_target and not Setup.of(scenario).is_default:
+            return (f"the {self.name} runtime serves only the plain Nginx target; target, tls and backend_delay_ms "
+                    "run on the host and docker runtimes (targets/README.md)")
         return None
+
+    target_ids: frozenset[str] = frozenset({"nginx"})   # the targets the suite's scenarios use (set by the runner)
+
+    # Issue 23: True for a runtime that can start any targets/<id> stack (use_target); the others
+    # serve the plain Nginx target only and give the other setups unsupported rows.
+    any_target = False
+
+    def use_target(self, setup: Setup) -> None:
+        """Start ``setup``'s target stack for the runs that follow (a no-op when it is already running)."""
+
+    def target_facts(self) -> dict:
+        """The running stack, for the rows: target_stack (what runs where) and target_version."""
+        return {}

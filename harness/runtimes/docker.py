@@ -7,27 +7,32 @@ a base is made once with debootstrap + ``docker import`` (docker/base/build-base
 from __future__ import annotations
 
 import os
+import shlex
+import shutil
 import subprocess
+import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Iterator
 
 import psutil
 
-from harness import DOCKER_DIR, PREFIX, TOOLS_DIR
+from harness import DOCKER_DIR, PREFIX, TOOLS_DIR, targets
 from harness.adapter import DockerBuild, ToolAdapter, docker_build
 from harness.cpus import CpuSplit, format_cpus
 from harness.errors import HarnessError
 from harness.processes import signals_deferred
-from harness.runtimes.base import Runtime, Session, run
+from harness.runtimes.base import Runtime, Session, run, undone_on_error
 from harness.sampling import PidSource
 from harness.target import Target
+from harness.targets import Certificate, Stack, TargetAdapter
 
 PROJECT = PREFIX
 COMPOSE_FILE = DOCKER_DIR / "compose.yaml"
+UPSTREAM_FILE = DOCKER_DIR / "compose.upstream.yaml"   # added for a proxy target
 # The local base's tag changes whenever build-base-image.sh makes a different image (-2: host CAs).
 OFFICIAL_BASE, LOCAL_BASE = "debian:bookworm-slim", f"{PREFIX}-base:bookworm-2"
-TARGET_IP = "198.18.1.10"
+TARGET_IP, UPSTREAM_IP = "198.18.1.10", "198.18.1.11"   # as compose.yaml and compose.upstream.yaml fix them
 
 
 def docker_available() -> str | None:
@@ -133,43 +138,69 @@ class InContainer:
 
 
 class DockerSession(InContainer, Session):
-    def __init__(self, generator_id: str, target_id: str, split: CpuSplit):
+    def __init__(self, generator_id: str, target_id: str, split: CpuSplit, target: Target, upstream_id: str = ""):
         InContainer.__init__(self, generator_id)
-        self.target_id, self.split = target_id, split
-        self.target = Target(TARGET_IP)
+        self.target_id, self.upstream_id, self.split = target_id, upstream_id, split
+        self.target = target
         self.cpus = len(split.tool_cpus)   # the generator's compose cpuset
         self.generator_netns = self.shape_netns = netns_of(generator_id)
         self.target_netns = [*split.taskset("target"), *netns_of(target_id)]  # a proxy there shares Nginx's CPUs
         self.shape_device = self.capture_device = "eth0"   # the generator's egress: the whole RTT on one side
 
     def target_pids(self) -> set[int]:
-        return container_pids(self.target_id)
+        return container_pids(self.target_id) | (container_pids(self.upstream_id) if self.upstream_id else set())
+
+    def proxy_pids(self) -> set[int]:
+        return container_pids(self.target_id) if self.upstream_id else set()
 
     def save_logs(self, run_dir: Path) -> None:
-        logs = run(["docker", "logs", self.target_id], check=False)
-        (run_dir / "target.log").write_text(logs.stdout + logs.stderr)
+        for container, name in ((self.target_id, "target.log"), (self.upstream_id, "upstream.log")):
+            if container:
+                logs = run(["docker", "logs", container], check=False)
+                (run_dir / name).write_text(logs.stdout + logs.stderr)
 
 
 class DockerRuntime(Runtime):
     name = "docker"
+    any_target = True
 
     def __init__(self, results_dir: Path | None = None) -> None:
         self.results_dir = results_dir or Path("/tmp")
         self.base_image = OFFICIAL_BASE
+        self._workdir: Path | None = None
+        self._certificate: Certificate | None = None
+        self._stack: Stack | None = None
+        self._facts: dict = {}
 
-    def _env(self, tool: str | None, build: DockerBuild | None) -> dict[str, str]:
+    def _env(self, tool: str | None, build: DockerBuild | None, target: TargetAdapter | None = None) -> dict[str, str]:
         # No tool (down, the target's build): an empty LTH_TOOL takes compose.yaml's default, as those
         # commands do not depend on which generator image the project uses.
         build_env = {"LTH_DOCKERFILE": build.dockerfile, **{f"LTH_{k}": v for k, v in build.args.items()}} if build else {}
         return {**os.environ, "LTH_TOOL": tool or "", "LTH_BASE_IMAGE": self.base_image,
                 "LTH_RESULTS_DIR": str(self.results_dir), "LTH_TOOLS_DIR": str(TOOLS_DIR),
                 "LTH_CPUS_TARGET": format_cpus(self.split.target_cpus), "LTH_CPUS_TOOL": format_cpus(self.split.tool_cpus),
-                **build_env}
+                **self._target_env(target), **build_env}
+
+    def _target_env(self, building: TargetAdapter | None) -> dict[str, str]:
+        """The target's variables: the image being built, else the running stack's commands and CPU sets."""
+        if building is not None:
+            return {"LTH_TARGET": building.id, "LTH_TARGET_IMAGE": building.image}
+        if self._stack is None:
+            return {}
+        target = targets.get(self._stack.setup.target)
+        commands = {p.role: shlex.join(p.argv) for p in self._stack.processes}
+        cpus = self.split.stack_cpus(proxy=target.is_proxy)
+        return {"LTH_TARGET": target.id, "LTH_TARGET_IMAGE": target.image, "LTH_TARGET_DIR": str(self._workdir),
+                "LTH_TARGET_COMMAND": commands.get("proxy", commands["upstream"]),
+                "LTH_UPSTREAM_COMMAND": commands["upstream"],
+                "LTH_CPUS_TARGET": format_cpus(cpus.get("proxy", cpus["upstream"])),
+                "LTH_CPUS_UPSTREAM": format_cpus(cpus["upstream"])}
 
     def _compose(self, tool: str | None, *args: str, timeout: float = 600,
-                 build: DockerBuild | None = None) -> subprocess.CompletedProcess:
-        argv = [*self._compose_cmd, "-p", PROJECT, "-f", str(COMPOSE_FILE), *args]
-        return run(argv, check=False, timeout=timeout, env=self._env(tool, build))
+                 build: DockerBuild | None = None, target: TargetAdapter | None = None) -> subprocess.CompletedProcess:
+        files = [COMPOSE_FILE, *([UPSTREAM_FILE] if self._stack and len(self._stack.processes) > 1 else [])]
+        argv = [*self._compose_cmd, "-p", PROJECT, *(a for f in files for a in ("-f", str(f))), *args]
+        return run(argv, check=False, timeout=timeout, env=self._env(tool, build, target))
 
     def problems(self, adapters: list[ToolAdapter]) -> list[str]:
         if docker_available() is None:
@@ -183,9 +214,10 @@ class DockerRuntime(Runtime):
 
     def prepare(self, adapters: list[ToolAdapter]) -> dict[str, str]:
         self.base_image = ensure_base_image()
-        problem = self._build("target", None)
-        if problem:
-            raise HarnessError(problem)
+        for target in dict.fromkeys([targets.FILE_SERVER, *sorted(self.target_ids)]):   # the file server first
+            problem = self._build("target", None, targets.get(target))
+            if problem:
+                raise HarnessError(problem)
         broken = {}
         for folder in dict.fromkeys(a.folder for a in adapters if not a.unavailable):  # variants share an image
             problem = self._build("generator", folder)
@@ -193,25 +225,58 @@ class DockerRuntime(Runtime):
                 broken.update({a.name: problem for a in adapters if a.folder == folder})
         return broken
 
-    def _build(self, service: str, folder: Path | None) -> str | None:
+    def _build(self, service: str, folder: Path | None, target: TargetAdapter | None = None) -> str | None:
         tool = folder.name if folder else None
         try:
             build = docker_build(folder) if folder else None   # the tool's Dockerfile and build args
         except HarnessError as exc:
             return str(exc)
-        print(f"docker: building {service} image{' for ' + tool if tool else ''} "
+        print(f"docker: building {service} image{' for ' + tool if tool else ''}{' ' + target.id if target else ''} "
               f"(base {self.base_image}{', ' + build.dockerfile if build else ''})", flush=True)
-        result = self._compose(tool, "build", service, timeout=3600, build=build)
+        result = self._compose(tool, "build", service, timeout=3600, build=build, target=target)
         if result.returncode != 0:
             lines = (result.stdout + result.stderr).strip().splitlines()
             tail = [line for line in lines if "error" in line.lower()][-3:] or lines[-3:]  # the cause, not the noise
             return f"docker build of {service} ({tool}) failed: {' | '.join(tail)}"
         return None
 
+    def __enter__(self) -> "DockerRuntime":
+        self._workdir = Path(tempfile.mkdtemp(prefix=f"{PREFIX}-target-"))
+        self._workdir.chmod(0o755)   # the servers' workers read their folders below it
+        with undone_on_error(self):
+            self.use_target(targets.Setup())
+        return self
+
     def __exit__(self, *exc) -> None:
-        if hasattr(self, "_compose_cmd"):
-            with signals_deferred():
+        with signals_deferred():
+            if hasattr(self, "_compose_cmd"):
                 self._down()
+            if self._workdir is not None:
+                shutil.rmtree(self._workdir, ignore_errors=True)
+
+    def use_target(self, setup: targets.Setup) -> None:
+        if self._stack is not None and self._stack.setup == setup:
+            return
+        if setup.tls and self._certificate is None:
+            self._certificate = targets.make_certificate(self._workdir / "certificate")
+        folder = Path(tempfile.mkdtemp(prefix="stack-", dir=self._workdir))
+        # A proxy reaches the file server in its own container, on the compose network.
+        self._stack = targets.stage(setup, folder, TARGET_IP, UPSTREAM_IP, self._certificate)
+        self._facts = {}
+
+    def target_facts(self) -> dict:
+        if not self._facts and self._stack is not None:
+            servers = {targets.get(self._stack.setup.target), targets.get(targets.FILE_SERVER)}
+            versions = {s.id: targets.version_of(s, self._image_output(s.image, list(s.version_command)))
+                        for s in servers}
+            cpus = self.split.stack_cpus(proxy=len(self._stack.processes) > 1)
+            self._facts = targets.stack_facts(self._stack, cpus, versions)
+        return self._facts
+
+    @staticmethod
+    def _image_output(image: str, argv: list[str]) -> str:
+        result = run(["docker", "run", "--rm", "--network", "none", image, *argv], check=False, timeout=60)
+        return result.stdout + result.stderr
 
     def _down(self) -> None:
         """Removes the project's containers and network, found by the project name whatever the tool."""
@@ -228,8 +293,9 @@ class DockerRuntime(Runtime):
             up = self._compose(tool, "up", "-d", "--no-build")
             if up.returncode != 0:
                 raise HarnessError(f"docker runtime: compose up failed: {up.stderr.strip().splitlines()[-1:]}")
+            upstream = self._container_id(tool, "upstream") if len(self._stack.processes) > 1 else ""
             session = DockerSession(self._container_id(tool, "generator"), self._container_id(tool, "target"),
-                                    self.split)
+                                    self.split, self._stack.target, upstream)
             session.target.wait_ready()
             yield session
         finally:

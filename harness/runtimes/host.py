@@ -24,7 +24,9 @@ from harness.errors import HarnessError
 from harness.processes import end_process, signals_deferred
 from harness.runtimes.base import Runtime, Session, run, undone_on_error
 from harness.sampling import PidSource
-from harness.target import Target, stage
+from harness.target import Target
+from harness.targets import (FILE_SERVER, Certificate, Setup, Stack, get, make_certificate, stack_facts, stage,
+                             version_of)
 
 NETNS = f"{PREFIX}-target"
 VETH_HOST, VETH_TARGET = f"{PREFIX}-veth0", f"{PREFIX}-veth1"
@@ -74,6 +76,11 @@ def veth_namespace(netns: str, here: tuple[str, str], there: tuple[str, str], pr
             raise HarnessError(f"{who}: `{' '.join(step)}` failed: {result.stderr.strip()}")
 
 
+def _output(argv: list[str]) -> str:
+    result = run(argv, check=False)
+    return result.stdout + result.stderr
+
+
 def remove_namespace() -> None:
     """Deleting the namespace removes the veth pair with it."""
     run(["ip", "netns", "delete", NETNS], check=False)
@@ -81,8 +88,8 @@ def remove_namespace() -> None:
 
 
 class HostSession(Session):
-    def __init__(self, target: Target, split: CpuSplit, nginx_pid: int):
-        self.target, self.split, self._nginx_pid = target, split, nginx_pid
+    def __init__(self, target: Target, split: CpuSplit, stack: "HostStack"):
+        self.target, self.split, self._stack = target, split, stack
         self.cpus = len(split.tool_cpus)
         self.generator_netns = []
         self.shape_netns = ["ip", "netns", "exec", NETNS]
@@ -95,7 +102,10 @@ class HostSession(Session):
                                 preexec_fn=lambda: self.split.pin("tool"))
 
     def target_pids(self) -> set[int]:
-        return process_tree(self._nginx_pid)   # `ip netns exec` execs nginx: master and workers
+        return self._stack.pids()   # `ip netns exec` execs each server: masters and workers
+
+    def proxy_pids(self) -> set[int]:
+        return self._stack.pids("proxy")
 
     def pids(self, proc: subprocess.Popen) -> PidSource:
         return lambda: process_tree(proc.pid)
@@ -103,14 +113,67 @@ class HostSession(Session):
     def version(self, adapter: ToolAdapter) -> str:
         return host_version(adapter)
 
+    def save_logs(self, run_dir: Path) -> None:
+        self._stack.save_logs(run_dir)
+
+
+class HostStack:
+    """A target stack's processes in the target namespace, each pinned to its share of the target's CPUs."""
+
+    def __init__(self, stack: Stack, split: CpuSplit, folder: Path):
+        self.stack, self.folder = stack, folder
+        self.cpus = split.stack_cpus(proxy=len(stack.processes) > 1)
+        self.procs: dict[str, subprocess.Popen] = {}
+        self.logs: dict[str, IO] = {}
+
+    def start(self) -> None:
+        for process in self.stack.processes:
+            self.logs[process.role] = (self.folder / f"{process.role}.log").open("w")
+            cpus = self.cpus[process.role]
+            self.procs[process.role] = subprocess.Popen(
+                ["ip", "netns", "exec", NETNS, *process.argv], stdout=self.logs[process.role], stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=lambda: os.sched_setaffinity(0, cpus))
+        self.stack.target.wait_ready()
+        self.check_running()
+
+    def check_running(self) -> None:
+        for role, proc in self.procs.items():
+            if proc.poll() is not None:
+                raise HarnessError(f"host runtime: the target's {role} ({self.stack.processes[0].argv[0] if role == 'upstream' else role}) "
+                                   f"exited with {proc.returncode}; see {role}.log in the run's folder")
+
+    def pids(self, role: str | None = None) -> set[int]:
+        return {pid for name, proc in self.procs.items() if role in (None, name) for pid in process_tree(proc.pid)}
+
+    def save_logs(self, run_dir: Path) -> None:
+        for role, log in self.logs.items():
+            log.flush()
+            shutil.copy(Path(log.name), run_dir / ("nginx.log" if role == "upstream" else f"{role}.log"))
+
+    def stop(self) -> None:
+        """Stop every master and make sure no worker outlives it (a worker still writing into the
+        folder would keep it from being removed)."""
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                try:
+                    workers = psutil.Process(proc.pid).children(recursive=True)
+                except psutil.NoSuchProcess:
+                    workers = []
+                end_process(proc)
+                for worker in psutil.wait_procs(workers, timeout=5)[1]:
+                    worker.kill()
+        for log in self.logs.values():
+            log.close()
+
 
 class HostRuntime(Runtime):
     name = "host"
+    any_target = True
 
     def __init__(self) -> None:
-        self._nginx: subprocess.Popen | None = None
+        self._stack: HostStack | None = None
         self._workdir: Path | None = None
-        self._nginx_log: IO | None = None
+        self._certificate: Certificate | None = None
 
     def problems(self, adapters: list[ToolAdapter]) -> list[str]:
         found = []
@@ -122,28 +185,21 @@ class HostRuntime(Runtime):
         remove_namespace()  # leftovers of a killed run; these names are the harness's own
         with undone_on_error(self):
             self._create_namespace()
-            self._start_nginx()
+            self._workdir = Path(tempfile.mkdtemp(prefix=f"{PREFIX}-target-"))
+            self._workdir.chmod(0o755)   # the servers' workers read their folders below it
+            self.use_target(Setup())
         return self
 
     def __exit__(self, *exc) -> None:
         with signals_deferred():
-            self._stop_nginx()
+            self._stop_stack()
             remove_namespace()
             self._remove_workdir()
 
-    def _stop_nginx(self) -> None:
-        """Stop the master and make sure no worker outlives it (a worker still writing into the
-        prefix folder would keep it from being removed)."""
-        if self._nginx and self._nginx.poll() is None:
-            try:
-                workers = psutil.Process(self._nginx.pid).children(recursive=True)
-            except psutil.NoSuchProcess:
-                workers = []
-            end_process(self._nginx)
-            for worker in psutil.wait_procs(workers, timeout=5)[1]:
-                worker.kill()
-        if self._nginx_log:
-            self._nginx_log.close()
+    def _stop_stack(self) -> None:
+        if self._stack is not None:
+            self._stack.stop()
+            self._stack = None
 
     def _remove_workdir(self) -> None:
         if not self._workdir:
@@ -158,23 +214,31 @@ class HostRuntime(Runtime):
     def _create_namespace(self) -> None:
         veth_namespace(NETNS, (VETH_HOST, HOST_IP), (VETH_TARGET, TARGET_IP), PREFIX_LEN, "host runtime")
 
-    def _start_nginx(self) -> None:
-        self._workdir = Path(tempfile.mkdtemp(prefix=f"{PREFIX}-target-"))
-        stage(self._workdir)
-        self._nginx_log = (self._workdir / "nginx.log").open("w")
-        self._nginx = subprocess.Popen(
-            ["ip", "netns", "exec", NETNS, "nginx", "-p", f"{self._workdir}/", "-c", str(self._workdir / "nginx.conf")],
-            stdout=self._nginx_log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
-            preexec_fn=lambda: self.split.pin("target"),
-        )
-        self.target = Target(TARGET_IP)
-        self.target.wait_ready()
+    def use_target(self, setup: Setup) -> None:
+        if self._stack is not None and self._stack.stack.setup == setup:
+            return
+        self._stop_stack()
+        if setup.tls and self._certificate is None:
+            self._certificate = make_certificate(self._workdir / "certificate")
+        folder = Path(tempfile.mkdtemp(prefix="stack-", dir=self._workdir))
+        # The file server and a proxy share the namespace: the proxy reaches it on the namespace's address.
+        stack = stage(setup, folder, TARGET_IP, TARGET_IP, self._certificate)
+        self._stack = HostStack(stack, self.split, folder)
+        self._stack.start()
+
+    def target_facts(self) -> dict:
+        if self._stack is None:
+            return {}
+        servers = {get(self._stack.stack.setup.target), get(FILE_SERVER)}
+        versions = {server.id: version_of(server, _output(list(server.version_command))) for server in servers}
+        return stack_facts(self._stack.stack, self._stack.cpus, versions)
 
     @contextmanager
     def session(self, adapter: ToolAdapter) -> Iterator[Session]:
-        if self._nginx is None or self._nginx.poll() is not None:
-            raise HarnessError("host runtime: nginx is not running; see nginx.log in the results folder")
-        yield HostSession(self.target, self.split, self._nginx.pid)
+        if self._stack is None:
+            raise HarnessError("host runtime: no target is running; see nginx.log in the results folder")
+        self._stack.check_running()
+        yield HostSession(self._stack.stack.target, self.split, self._stack)
 
     def describe(self) -> dict:
         nginx = run(["nginx", "-v"], check=False)

@@ -276,6 +276,8 @@ class RemoteTargetRuntime(Runtime):
                      "loopback); netem would change a real NIC's queueing discipline there: use --shaper toxiproxy or auto")
 
     def unsupported_reason(self, scenario: Scenario) -> str | None:
+        if reason := super().unsupported_reason(scenario):
+            return reason
         parts = len(self.generators)
         if parts > 1 and (scenario.vus < parts or (scenario.rate_rps or parts) < parts):
             return (f"{parts} generator hosts need at least one VU{' and 1 request/s' if scenario.rate_rps else ''} "

@@ -1,0 +1,233 @@
+"""Targets as adapters (issue 23): ``targets/<id>/target.toml``, discovered like tools (targets/README.md).
+
+Every stack ends at the Nginx file server (targets/nginx): it serves the file, counts connections and
+requests (stub_status) and sleeps per request when a scenario asks for a backend delay. A ``proxy``
+target runs in front of it and is what the tools load; its configuration is ``targets/<id>/<config>.j2``
+(Jinja2), rendered into the stack's folder. The tools' port is 80 (443 with TLS); behind a proxy the
+file server listens on 8080.
+"""
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+import jinja2
+
+from harness import TARGETS_DIR
+from harness.cpus import format_cpus
+from harness.errors import HarnessError
+from harness.target import TARGET_FILE, Target, stage as stage_file_server
+
+FILE_SERVER = "nginx"
+LOAD_PORT, TLS_PORT, UPSTREAM_PORT = 80, 443, 8080
+ECHO_MODULE = Path("/usr/lib/nginx/modules/ngx_http_echo_module.so")   # Debian's libnginx-mod-http-echo
+UNDELAYED = "/lth-undelayed"   # the file without the backend delay, for the RTT probe
+DELAY_LEVELS = 256   # a uniform delay range is drawn from the first two hex digits of $request_id
+
+
+@dataclass(frozen=True)
+class TargetAdapter:
+    id: str
+    folder: Path
+    description: str
+    role: str                        # "server": serves the file itself; "proxy": in front of the file server
+    packages: tuple[str, ...]        # Debian packages: `make deps` installs them, the Dockerfile too
+    process: str                     # the process name top samples
+    version_command: tuple[str, ...]
+    config: str | None = None        # a proxy's configuration file, rendered from <config>.j2
+    command: tuple[str, ...] = ()    # a proxy's argv; {prefix} and {config} are filled in
+
+    @property
+    def is_proxy(self) -> bool:
+        return self.role == "proxy"
+
+    @property
+    def image(self) -> str:
+        """Its Docker image; the file server keeps the name it always had (remote Docker hosts use it)."""
+        return "lth-target:latest" if self.id == FILE_SERVER else f"lth-target-{self.id}:latest"
+
+
+def _load(folder: Path) -> TargetAdapter:
+    manifest = tomllib.loads((folder / "target.toml").read_text())
+    try:
+        adapter = TargetAdapter(id=folder.name, folder=folder, description=manifest["description"],
+                                role=manifest["role"], packages=tuple(manifest["packages"]),
+                                process=manifest["process"], version_command=tuple(manifest["version_command"]),
+                                config=manifest.get("config"), command=tuple(manifest.get("command", ())))
+    except KeyError as exc:
+        raise HarnessError(f"{folder}/target.toml: missing key {exc} (see targets/README.md)") from None
+    if adapter.role not in ("server", "proxy") or (adapter.is_proxy and not (adapter.config and adapter.command)):
+        raise HarnessError(f"{folder}/target.toml: role must be server or proxy, and a proxy needs config and command")
+    return adapter
+
+
+def discover(targets_dir: Path = TARGETS_DIR) -> dict[str, TargetAdapter]:
+    return {folder.name: _load(folder) for folder in sorted(targets_dir.glob("*/target.toml")) for folder in [folder.parent]}
+
+
+def get(target_id: str) -> TargetAdapter:
+    available = discover()
+    if target_id not in available:
+        raise HarnessError(f"unknown target {target_id!r}; available: {', '.join(available)} "
+                           "(a folder in targets/, see targets/README.md)")
+    return available[target_id]
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What one scenario asks of the target; runs with the same setup share one started stack."""
+    target: str = FILE_SERVER
+    tls: bool = False
+    delay_ms: tuple[float, float] | None = None
+
+    @classmethod
+    def of(cls, scenario) -> "Setup":
+        return cls(scenario.target, scenario.tls, scenario.delay_range_ms)
+
+    @property
+    def is_default(self) -> bool:
+        return self == Setup()
+
+    def describe(self) -> str:
+        parts = [f"{self.target} -> {FILE_SERVER}" if get(self.target).is_proxy else self.target]
+        if self.tls:
+            parts.append("TLS")
+        if self.delay_ms:
+            low, high = self.delay_ms
+            parts.append(f"backend delay {low:g} ms" if low == high else f"backend delay {low:g}..{high:g} ms uniform")
+        return ", ".join(parts)
+
+
+@dataclass(frozen=True)
+class Certificate:
+    cert: Path
+    key: Path
+    pem: Path     # both in one file (HAProxy's crt)
+
+
+def make_certificate(folder: Path) -> Certificate:
+    """A throw-away self-signed certificate for this suite (the tools are told not to verify it)."""
+    if shutil.which("openssl") is None:
+        raise HarnessError("a TLS scenario needs openssl to make its throw-away certificate: run `make deps`")
+    folder.mkdir(parents=True, exist_ok=True)
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    result = subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+                             "-subj", "/CN=lth-target", "-keyout", str(key), "-out", str(cert)],
+                            capture_output=True, text=True)
+    if result.returncode != 0:
+        raise HarnessError(f"openssl could not make the TLS certificate: {result.stderr.strip()[-200:]}")
+    pem = folder / "both.pem"
+    pem.write_text(cert.read_text() + key.read_text())
+    for path in (cert, key, pem):
+        path.chmod(0o644)
+    return Certificate(cert, key, pem)
+
+
+@dataclass(frozen=True)
+class Process:
+    role: str               # "upstream" (the file server) or "proxy"
+    argv: list[str]
+
+
+@dataclass(frozen=True)
+class Stack:
+    """A setup staged into a folder: the processes to start (file server first) and where the load goes."""
+    setup: Setup
+    processes: list[Process]
+    target: Target
+
+
+def stage(setup: Setup, folder: Path, load_host: str, upstream_host: str, certificate: Certificate | None) -> Stack:
+    """Write every configuration of ``setup`` under ``folder``: the file server in ``files/``, a proxy in
+    ``proxy/``. ``load_host`` is the address the tools load; ``upstream_host`` the file server's, as the
+    proxy reaches it (the same address when both run in one place)."""
+    adapter = get(setup.target)
+    if setup.tls and certificate is None:
+        raise HarnessError("a TLS setup needs a certificate (make_certificate)")
+    files = folder / "files"
+    files.mkdir(parents=True)
+    behind_proxy = adapter.is_proxy
+    stage_file_server(files, port=UPSTREAM_PORT if behind_proxy else LOAD_PORT)
+    _file_server_extras(files, setup, certificate if setup.tls and not behind_proxy else None)
+    upstream = Process("upstream", ["nginx", "-p", f"{files}/", "-c", str(files / "nginx.conf")])
+    port = TLS_PORT if setup.tls else LOAD_PORT
+    undelayed = f"{UNDELAYED}/{TARGET_FILE}" if setup.delay_ms else None
+    if not behind_proxy:
+        _readable(folder)
+        return Stack(setup, [upstream], Target(load_host, port, status_port=LOAD_PORT, tls=setup.tls,
+                                               undelayed_path=undelayed))
+    proxy_dir = folder / "proxy"
+    (proxy_dir / "tmp").mkdir(parents=True)
+    config = proxy_dir / adapter.config
+    template = jinja2.Template((adapter.folder / f"{adapter.config}.j2").read_text(), undefined=jinja2.StrictUndefined)
+    config.write_text(template.render(port=port, tls=setup.tls, upstream=f"{upstream_host}:{UPSTREAM_PORT}",
+                                      cert=certificate and certificate.cert, key=certificate and certificate.key,
+                                      pem=certificate and certificate.pem) + "\n")
+    argv = [part.format(prefix=proxy_dir, config=config) for part in adapter.command]
+    _readable(folder)
+    return Stack(setup, [upstream, Process("proxy", argv)],
+                 Target(load_host, port, status_port=UPSTREAM_PORT, status_host=upstream_host, tls=setup.tls,
+                        undelayed_path=undelayed))
+
+
+def _readable(folder: Path) -> None:
+    """The servers' workers run as an unprivileged user: every folder and file must be readable by them."""
+    for path in [folder, *folder.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+
+
+def _file_server_extras(files: Path, setup: Setup, certificate: Certificate | None) -> None:
+    """The lth-*.conf files targets/nginx/nginx.conf includes: TLS on 443 and the backend delay."""
+    server: list[str] = []
+    if certificate is not None:
+        server += [f"listen {TLS_PORT} ssl backlog=8192;", f"ssl_certificate {certificate.cert};",
+                   f"ssl_certificate_key {certificate.key};"]
+    if setup.delay_ms is not None:
+        if not ECHO_MODULE.is_file():
+            raise HarnessError(f"backend_delay_ms needs Nginx's echo module ({ECHO_MODULE}, Debian package "
+                               "libnginx-mod-http-echo): run `make deps`")
+        (files / "lth-main.conf").write_text(f"load_module {ECHO_MODULE};\n")
+        (files / "lth-http.conf").write_text(_delay_map(*setup.delay_ms))
+        server += ["location = /style.css { echo_sleep $lth_delay_s; echo_location /lth-file/style.css; }",
+                   f"location /lth-file/ {{ internal; alias {files}/html/; }}",
+                   f"location {UNDELAYED}/ {{ alias {files}/html/; }}"]   # the RTT probe's path
+    if server:
+        (files / "lth-server.conf").write_text("\n".join(server) + "\n")
+
+
+def _delay_map(low_ms: float, high_ms: float) -> str:
+    """$lth_delay_s: fixed, or uniform over [low, high] in DELAY_LEVELS steps keyed by $request_id's
+    first two hex digits (random per request)."""
+    if low_ms == high_ms:
+        return f"map $request_id $lth_delay_s {{ default {low_ms / 1000:.3f}; }}\n"
+    step = (high_ms - low_ms) / (DELAY_LEVELS - 1)
+    lines = [f"    ~^{level:02x} {(low_ms + level * step) / 1000:.3f};" for level in range(DELAY_LEVELS)]
+    return "map $request_id $lth_delay_s {\n" + "\n".join(lines) + f"\n    default {low_ms / 1000:.3f};\n}}\n"
+
+
+def version_of(adapter: TargetAdapter, output: str) -> str:
+    """The version in a server's version output (nginx -v, haproxy -v, caddy version)."""
+    match = re.search(r"\d+\.\d+(\.\d+)?", output)
+    return match.group(0) if match else "unknown"
+
+
+def stack_facts(stack: Stack, cpus: dict[str, tuple[int, ...]], versions: dict[str, str]) -> dict:
+    """What the rows say about the target: target_stack (what runs on which CPUs) and target_version.
+    ``versions``: {target id: version} of the servers in the stack."""
+    proxy = get(stack.setup.target) if len(stack.processes) > 1 else None
+    upstream = f"{FILE_SERVER} {versions.get(FILE_SERVER, '?')} on CPUs {format_cpus(cpus['upstream'])}"
+    if proxy is None:
+        described = upstream
+    else:
+        described = f"{proxy.id} {versions.get(proxy.id, '?')} on CPUs {format_cpus(cpus['proxy'])} -> {upstream}"
+        if cpus["proxy"] == cpus["upstream"]:
+            described += " (proxy and file server share the target's CPUs: too few cores to give each its own)"
+    if stack.setup.tls:
+        described += f"; TLS ends at {proxy.id if proxy else FILE_SERVER} (self-signed, not verified)"
+    if stack.setup.delay_ms:
+        described += f"; {stack.setup.describe().split(', ')[-1]} at the file server (echo_sleep)"
+    return {"target_stack": described, "target_version": versions.get(stack.setup.target)}
