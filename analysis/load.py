@@ -67,6 +67,16 @@ def load_results(*folders: str | Path) -> pd.DataFrame:
     return mask_below_resolution(df) if "timing_resolution_ms" in df else df
 
 
+def default_setup(df: pd.DataFrame) -> pd.Series:
+    """Rows against the shootout's target: plain Nginx, keep-alive, HTTP, no backend delay (folders written
+    before these columns existed are all of that kind)."""
+    column = lambda name, default: df[name] if name in df else pd.Series(default, index=df.index)  # noqa: E731
+    return ((column("target", "nginx").fillna("nginx") == "nginx")
+            & (column("keepalive", "True").fillna("True").astype(str) == "True")
+            & (column("tls", "False").fillna("False").astype(str) == "False")
+            & column("backend_delay_ms", None).isna())
+
+
 def _emptied(row: pd.Series) -> set[str]:
     """The latency columns the harness emptied as below the tool's resolution."""
     named = row.get("lat_below_resolution")

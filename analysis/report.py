@@ -22,7 +22,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from harness import REPO_ROOT
 from analysis.charts import CHARTS, OK, run_status, runtime_ratios, short_side, spread, with_limits
 from analysis.load import NUMERIC, environment, load_results, scenario_order
-from analysis import capacity, scorecard
+from analysis import capacity, scorecard, targets
 from analysis.uncertainty import CV_LIMIT, NOT_MEASURABLE as FLAGGED, Estimate, rank
 from analysis.stall import EXPLANATION as STALL_EXPLANATION, stall_table, write_stall_chart
 from harness.results import STATUSES
@@ -185,7 +185,7 @@ def build(folders: list[Path], out: Path) -> Path:
         scorecard=card, scorecard_headers={c: h for c, h in scorecard.HEADERS.items() if c not in absent},
         scorecard_absent=absent, scorecard_columns=scorecard.COLUMNS,
         cv_limit=f"{CV_LIMIT:.0%}",
-        capacity=capacity_section,
+        capacity=capacity_section, targets=targets.section(df),
         stall=stall_table(df), stall_explanation=STALL_EXPLANATION, stall_chart=write_stall_chart(df, out),
     )
     (out / "index.html").write_text(html)

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.charts import OK
-from analysis.load import scenario_order
+from analysis.load import default_setup, scenario_order
 from analysis.stall import stall_rows, verdict as stall_verdict
 from analysis.uncertainty import CV_LIMIT, Estimate, estimate, rank
 
@@ -57,10 +57,10 @@ def _number(value: float) -> str:
 
 
 def _closed(df: pd.DataFrame) -> pd.DataFrame:
-    """The closed-model runs of the shootout's kind: no arrival rate, no stall."""
+    """The closed-model runs of the shootout's kind: no arrival rate, no stall, the plain Nginx target."""
     rate = df["rate_target_rps"] if "rate_target_rps" in df else pd.Series(np.nan, index=df.index)
     stall = df["stall_ms"] if "stall_ms" in df else pd.Series(np.nan, index=df.index)
-    return df[rate.isna() & stall.isna()]
+    return df[rate.isna() & stall.isna() & default_setup(df)]
 
 
 def _runs_source(runs: pd.DataFrame) -> str:

@@ -80,6 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parser("list-tools", help="show the tool adapters found in tools/")
     folders = commands.add_parser("install-folders", help="the tools/<folder>/ whose install.sh the ids need (scripts/deps.sh)")
     folders.add_argument("tools", help="comma-separated tool ids, or 'all'")
+    commands.add_parser("target-packages", help="the Debian packages the targets in targets/ need (scripts/deps.sh)")
     clean = commands.add_parser("clean-state", help="remove namespaces, containers, networks and proxies a killed run left")
     clean.add_argument("--target-host", metavar="ssh://[USER@]HOST[:PORT]|CONTEXT",
                        help="also remove the Nginx, its container and /tmp/lth-target-* folders a killed run left on that host")
@@ -251,6 +252,12 @@ def _print_capabilities(adapters: list) -> None:
         print("why not:\n" + "\n".join(reasons))
 
 
+def _target_packages(_: argparse.Namespace) -> int:
+    """The Debian packages every target needs (scripts/deps.sh installs them)."""
+    print(" ".join(dict.fromkeys(p for target in targets.discover().values() for p in target.packages)))
+    return 0
+
+
 def _install_folders(args: argparse.Namespace) -> int:
     print("\n".join(str(folder) for folder in registry.install_folders(args.tools)))
     return 0
@@ -260,7 +267,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return {"run": _run, "capacity": _capacity, "list-tools": _list_tools, "clean-state": _clean_state,
-                "install-folders": _install_folders, "rederive": _rederive}[args.command](args)
+                "install-folders": _install_folders, "target-packages": _target_packages,
+                "rederive": _rederive}[args.command](args)
     except HarnessError as exc:
         sys.stderr.write(f"error: {exc}\n")
         return exc.exit_status

@@ -10,9 +10,11 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from harness import targets
 from harness.errors import HarnessError
 from harness.results import ResultsFolder
 from harness.ssh import parse_ssh_url
+from harness.targets import Setup
 
 if TYPE_CHECKING:
     from harness.plan import Plan
@@ -80,6 +82,25 @@ def _other_target(plan: "Plan") -> str | None:
             f"resume it with the same target, or start a new results folder")
 
 
+def _target_problems(plan: "Plan", runtime: "Runtime") -> list[str]:
+    """What the scenarios' targets need on this machine: openssl for TLS; on the host, each server's binary
+    and Nginx's echo module for a backend delay (the Docker images carry their own)."""
+    setups = {Setup.of(s) for s in plan.scenarios if runtime.unsupported_reason(s) is None}
+    found = []
+    if any(s.tls for s in setups) and shutil.which("openssl") is None:
+        found.append("a TLS scenario needs openssl for its throw-away certificate: run `make deps`")
+    if plan.runtime != "host":
+        return found
+    for target in sorted({targets.get(s.target) for s in setups}, key=lambda t: t.id):
+        if shutil.which(target.version_command[0]) is None:
+            found.append(f"target {target.id} needs `{target.version_command[0]}` (Debian: "
+                         f"{' '.join(target.packages)}): run `make deps`")
+    if any(s.delay_ms for s in setups) and not targets.ECHO_MODULE.is_file():
+        found.append(f"backend_delay_ms needs Nginx's echo module {targets.ECHO_MODULE} (Debian: "
+                     "libnginx-mod-http-echo): run `make deps`")
+    return found
+
+
 def check(plan: "Plan", runtime: "Runtime") -> None:
     max_vus = max(s.vus for s in plan.scenarios)
     if plan.resume is not None and (problem := _resumable(plan)):
@@ -90,7 +111,7 @@ def check(plan: "Plan", runtime: "Runtime") -> None:
         problems += [p for p in (_disk(root),) if p]
     if os.geteuid() != 0 and plan.runtime == "docker":
         problems.append("the Docker runtime enters container namespaces (nsenter) and needs root: run as root")
-    problems += runtime.problems(plan.tools)
+    problems += runtime.problems(plan.tools) + _target_problems(plan, runtime)
     if len(problems) == 1:
         raise HarnessError(problems[0])
     if problems:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import shutil
 from dataclasses import MISSING, asdict, dataclass, fields
 from datetime import datetime, timezone
 from pathlib import Path
@@ -178,6 +179,19 @@ class ResultsFolder:
         tmp.unlink(missing_ok=True)
         tmp.symlink_to(self.path.name)
         tmp.replace(latest)              # atomic: `latest` is never missing or half-written
+
+    def discard(self, previous_latest: str | None) -> None:
+        """Remove this new, run-less folder (the suite stopped before its first run) and point `latest`
+        back where it pointed before."""
+        shutil.rmtree(self.path, ignore_errors=True)
+        root = self.path.parent
+        if previous_latest is None:
+            (root / "latest").unlink(missing_ok=True)
+        else:
+            tmp = root / f".latest-{os.getpid()}"
+            tmp.unlink(missing_ok=True)
+            tmp.symlink_to(previous_latest)
+            tmp.replace(root / "latest")
 
     @classmethod
     def open(cls, path: Path, runtime: str) -> "ResultsFolder":

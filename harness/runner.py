@@ -351,6 +351,7 @@ def opened(plan: Plan, runtime: Runtime | None = None) -> Iterator[Bench]:
         no_tcpdump = plan.capture and tcpdump_missing()
         if no_tcpdump:
             console.print(MISSING)
+        previous_latest = _latest(plan.results_root)
         folder, finished = _open_folder(plan)
         console.print(f"results: {folder.path}" + (f" (resuming: {len(finished)} finished runs kept)" if plan.resume else ""))
         if plan.resume is None:
@@ -360,10 +361,35 @@ def opened(plan: Plan, runtime: Runtime | None = None) -> Iterator[Bench]:
         with runtime:
             if plan.resume is None and (facts := runtime.started_facts()):
                 _add_environment(folder, facts)
+            try:
+                _check_targets(plan, runtime)
+            except HarnessError:
+                if plan.resume is None:       # bad input: leave no empty folder, and `latest` as it was
+                    folder.discard(previous_latest)
+                raise
             yield Bench(plan, runtime, folder, finished, broken, shaper, no_tcpdump)
     finally:
         signal.signal(signal.SIGTERM, previous)
         lock.close()
+
+
+def _latest(root: Path) -> str | None:
+    link = root / "latest"
+    return os.readlink(link) if link.is_symlink() else None
+
+
+def _check_targets(plan: Plan, runtime: Runtime) -> None:
+    """Every target setup the suite needs, started and checked once before the first run (a proxy
+    that does not serve the file stops the suite here, in one line, rather than failing every run)."""
+    setups = dict.fromkeys(Setup.of(s) for s in plan.scenarios if runtime.unsupported_reason(s) is None)
+    if len(setups) <= 1 and Setup() in setups:
+        return
+    for setup in setups:
+        try:
+            runtime.use_target(setup)
+            runtime.check_target()
+        except HarnessError as exc:
+            raise HarnessError(f"target {setup.describe()} failed its pre-flight check: {exc}") from None
 
 
 def run_suite(plan: Plan, runtime: Runtime | None = None) -> tuple[ResultsFolder, list[RunRow]]:

@@ -70,6 +70,30 @@ fi
 # The report test opens the HTML report in a headless browser.
 [ "${NEED_BROWSER:-0}" = 1 ] && apt_install chromium fonts-dejavu-core
 
+# The targets' servers (targets/<id>/target.toml `packages`: Nginx's echo module, HAProxy, Caddy) and
+# openssl for a TLS scenario's throw-away certificate. The harness starts its own instances in its own
+# namespace or containers; Debian's packages would also start and enable system services on a systemd
+# machine, so a policy-rc.d keeps them from starting and the new ones are disabled.
+target_packages=$(.venv/bin/python -m harness target-packages)
+missing_targets=()
+for pkg in $target_packages openssl; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" || missing_targets+=("$pkg")
+done
+if [ ${#missing_targets[@]} -gt 0 ]; then
+  policy_made=0
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d; chmod +x /usr/sbin/policy-rc.d; policy_made=1
+    trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+  fi
+  apt_install "${missing_targets[@]}"
+  if [ $policy_made = 1 ]; then rm -f /usr/sbin/policy-rc.d; trap - EXIT; fi
+  if command -v systemctl >/dev/null && [ -d /run/systemd/system ]; then
+    for service in haproxy caddy; do
+      [[ " ${missing_targets[*]} " == *" $service "* ]] && systemctl disable --now "$service" >/dev/null 2>&1 || true
+    done
+  fi
+fi
+
 # Toxiproxy: the RTT fallback where the kernel has no sch_netem.
 scripts/install-toxiproxy.sh || echo "deps: warning: Toxiproxy not installed: RTT shaping then needs netem (--shaper netem)" >&2
 

@@ -199,6 +199,9 @@ class Runtime(AbstractContextManager, ABC):
     def use_target(self, setup: Setup) -> None:
         """Start ``setup``'s target stack for the runs that follow (a no-op when it is already running)."""
 
+    def check_target(self) -> None:
+        """The running stack serves the file with keep-alive, checked from this machine (where it can be)."""
+
     def target_facts(self) -> dict:
         """The running stack, for the rows: target_stack (what runs where) and target_version."""
         return {}

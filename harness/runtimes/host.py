@@ -226,6 +226,10 @@ class HostRuntime(Runtime):
         self._stack = HostStack(stack, self.split, folder)
         self._stack.start()
 
+    def check_target(self) -> None:
+        self._stack.check_running()
+        self._stack.stack.target.verify()
+
     def target_facts(self) -> dict:
         if self._stack is None:
             return {}
