@@ -176,9 +176,13 @@ def _run(args: argparse.Namespace) -> int:
                 capture=args.capture or args.keep_pcap, keep_pcap=args.keep_pcap,
                 target_host=args.target_host, generator_hosts=generators, split=_split(args))
     folder, rows = run_suite(plan)
-    failed = [r for r in rows if r.status != "ok"]
-    print(f"\n{len(rows) - len(failed)} of {len(rows)} runs ok; results in {folder.path}")
-    for row in failed:
+    # An unsupported run is a declared answer (the tool cannot do what the scenario asks), not a failure.
+    unsupported = [r for r in rows if r.status == "unsupported"]
+    failed = [r for r in rows if r.status not in ("ok", "unsupported")]
+    ok = len(rows) - len(failed) - len(unsupported)
+    print(f"\n{ok} of {len(rows)} runs ok" + (f", {len(unsupported)} unsupported" if unsupported else "")
+          + f"; results in {folder.path}")
+    for row in unsupported + failed:
         print(f"  {row.status}: {row.scenario} {row.tool}: {row.error}")
     print(bottleneck_summary(rows))
     return 1 if failed else 0

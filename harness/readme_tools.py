@@ -7,27 +7,38 @@ import re
 import sys
 from pathlib import Path
 
-from harness import REPO_ROOT
+from harness import REPO_ROOT, capabilities
 from harness.adapter import read_manifest
 from harness.registry import discover
 
 README = REPO_ROOT / "README.md"
-HEADER = "| id | version | concurrency model | figures from |\n|---|---|---|---|\n"
+HEADER = ("| id | version | concurrency model | figures from | open model | keep-alive off | TLS |\n"
+          "|---|---|---|---|---|---|---|\n")
 TABLE = re.compile(re.escape(HEADER) + r"(?:\|.*\n)*")
 
 
 def tool_table() -> str:
     """One row per tool folder with a manifest, naming every tool id (variants) it provides."""
-    ids: dict[Path, list[str]] = {}
+    adapters: dict[Path, list] = {}
     for adapter in discover().values():
         if adapter.manifest:
-            ids.setdefault(adapter.folder, []).append(f"`{adapter.name}`")
+            adapters.setdefault(adapter.folder, []).append(adapter)
     rows = []
-    for folder, names in sorted(ids.items()):
+    for folder, variants in sorted(adapters.items()):
         manifest = read_manifest(folder)
-        rows.append(f"| {', '.join(names)} | {manifest['version']} ({manifest['origin']}) "
-                    f"| {manifest['concurrency']} | {manifest['figures']} |\n")
+        names = ", ".join(f"`{a.name}`" for a in variants)
+        features = " | ".join(_capability(variants, feature) for feature in capabilities.FEATURES)
+        rows.append(f"| {names} | {manifest['version']} ({manifest['origin']}) "
+                    f"| {manifest['concurrency']} | {manifest['figures']} | {features} |\n")
     return HEADER + "".join(rows)
+
+
+def _capability(variants: list, feature: str) -> str:
+    """yes/no for the folder's tools (per variant where they differ); `make list-tools` says why not."""
+    answers = {a.name: "yes" if capabilities.supports(a, feature) else "no" for a in variants}
+    if len(set(answers.values())) == 1:
+        return next(iter(answers.values()))
+    return ", ".join(f"{name}: {answer}" for name, answer in answers.items())
 
 
 def with_tool_table(readme: str) -> str:

@@ -1,0 +1,132 @@
+"""Every target setup, really started (issue 23): the host runtime's namespace with Nginx, HAProxy and
+Caddy serving the file over HTTP and HTTPS and with a backend delay; a proxy that does not serve the file
+stopped by the pre-flight in one line; and scenarios/targets.yaml as a user types it, in the as-typed
+tier's throw-away clone (tests/test_as_typed.py has the quick start there)."""
+import csv
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import REPO, leftovers, make_as_typed, require_root_tools, selected_tools
+from harness import targets
+from harness.cpus import choose_split
+from harness.runtimes.host import HostRuntime
+from harness.targets import Setup
+
+pytestmark = pytest.mark.e2e
+SETUPS = [Setup(), Setup(tls=True), Setup(delay_ms=(100.0, 100.0)), Setup("nginx-proxy"), Setup("haproxy", tls=True),
+          Setup("caddy"), Setup("caddy", tls=True)]
+
+
+def test_every_setup_serves_the_file_with_keep_alive_and_counts_at_nginx():
+    require_root_tools("ip", "nginx", "haproxy", "caddy", "openssl")
+    runtime = HostRuntime()
+    runtime.split = choose_split()
+    with runtime:
+        for setup in SETUPS:
+            runtime.use_target(setup)
+            target = runtime._stack.stack.target
+            before = target.counters()
+            started = time.monotonic()
+            runtime.check_target()                          # 3 GETs on one connection: status, length, reuse
+            took = time.monotonic() - started
+            after = target.counters()
+            # The check's 3 requests reach Nginx (through the proxy) on one connection; stub_status adds one of each.
+            assert (after.requests - before.requests, after.accepts - before.accepts) == (4, 2), setup
+            assert target.url.startswith("https://" if setup.tls else "http://")
+            if setup.delay_ms:
+                assert took >= 3 * 0.1, took                   # each GET slept 100 ms at the file server
+            facts = runtime.target_facts()
+            assert facts["target_version"] and facts["target_stack"].startswith(setup.target), facts
+            assert bool(runtime._stack.pids("proxy")) == targets.get(setup.target).is_proxy
+    assert leftovers() == []
+
+
+def test_a_proxy_that_does_not_serve_the_file_is_refused_in_one_line(tmp_path):
+    require_root_tools("ip", "nginx", "haproxy")
+    broken = tmp_path / "extra" / "broken-proxy"
+    broken.mkdir(parents=True)
+    haproxy = targets.get("haproxy").folder
+    (broken / "target.toml").write_text((haproxy / "target.toml").read_text())
+    (broken / "haproxy.cfg.j2").write_text((haproxy / "haproxy.cfg.j2").read_text()
+                                           .replace("server files {{ upstream }}", "server files 127.0.0.1:9"))
+    scenarios = tmp_path / "s.yaml"
+    scenarios.write_text("scenarios:\n  - {id: x, vus: 1, rtt_ms: 0.1, duration_s: 2, target: broken-proxy}\n")
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "latest").symlink_to("an-earlier-run")
+    result = subprocess.run([sys.executable, "-m", "harness", "run", "--runtime", "host", "--tools", "wrk",
+                             "--scenarios", str(scenarios), "--results", str(tmp_path / "results")], cwd=REPO,
+                            capture_output=True, text=True, timeout=120,
+                            env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LTH_EXTRA_TARGETS": str(broken.parent)})
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stderr == ("error: target broken-proxy -> nginx failed its pre-flight check: target check failed: "
+                             "GET http://198.18.0.2:80/style.css returned 503, expected 200\n")
+    assert sorted(p.name for p in (tmp_path / "results").iterdir()) == ["latest"]   # no empty folder left
+    assert (tmp_path / "results" / "latest").readlink().name == "an-earlier-run"  # latest as it was
+    assert leftovers() == []
+
+
+TYPED = "ka-off-vu20-rtt0.1,tls-vu20-rtt0.1,haproxy-vu16,caddy-vu16,delay0-1000-vu1000"
+
+
+def test_make_bench_all_targets_as_typed_on_the_host(bench_quick):
+    """`make bench-all RUNTIME=host SCENARIOS=scenarios/targets.yaml:... TOOLS=wrk,oha,h2load CAPTURE=1` in the
+    clone: keep-alive off checked on the wire, TLS, two proxies with their CPU apart, the slow backend held,
+    h2load's keep-alive off an unsupported row with its reason, and the report's three tables."""
+    tools = {"wrk", "oha", "h2load"}
+    if selected_tools() is not None and not tools <= selected_tools():
+        pytest.skip("wrk, oha and h2load are not among the selected tools")
+    clone = bench_quick("host").latest.parent.parent
+    result = make_as_typed(clone, "bench-all", "RUNTIME=host", f"SCENARIOS=scenarios/targets.yaml:{TYPED}",
+                           "TOOLS=wrk,oha,h2load", "DURATION=3", "CAPTURE=1")
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output[-3000:]
+    latest = clone / "results" / "latest"
+    rows = {(r["scenario"], r["tool"]): r for r in csv.DictReader((latest / "runs.csv").open())}
+    assert len(rows) == 5 * 3
+    unsupported = rows[("ka-off-vu20-rtt0.1", "h2load")]
+    assert unsupported["status"] == "unsupported" and unsupported["error"].startswith("keep-alive off not supported: ")
+    for tool in ("wrk", "oha"):
+        off = rows[("ka-off-vu20-rtt0.1", tool)]
+        assert off["status"] == "ok" and off["keepalive"] == "False", off
+        assert 0.95 <= float(off["wire_requests_per_connection"]) <= 1.05, off      # a connection per request
+        assert int(off["server_connections"]) >= 0.95 * int(off["server_requests"]), off
+    ok = {key: r for key, r in rows.items() if r["status"] == "ok"}
+    assert set(rows) - set(ok) == {("ka-off-vu20-rtt0.1", "h2load")}, [r["error"] for r in rows.values()]
+    for (scenario, tool), row in ok.items():
+        if scenario != "ka-off-vu20-rtt0.1":
+            assert float(row["wire_requests_per_connection"]) > 5, row           # keep-alive on: reused
+        assert row["target_stack"] and row["target_version"], row
+    for proxy in ("haproxy", "caddy"):
+        row = ok[(f"{proxy}-vu16", "wrk")]
+        assert row["target"] == proxy and 0 < float(row["proxy_cpu_pct"]) < float(row["target_cpu_pct"]), row
+        assert row["target_stack"].startswith(proxy), row
+    assert ok[("tls-vu20-rtt0.1", "oha")]["tls"] == "True"
+    for tool in ("wrk", "oha", "h2load"):
+        slow = ok[("delay0-1000-vu1000", tool)]
+        assert 0.3 < float(slow["lat_p50_ms"]) / 500 < 1.5, slow                  # the file server slept
+        assert float(slow["rtt_measured_ms"]) < 5, slow                            # the probe was not delayed
+    html = (latest / "report" / "index.html").read_text()
+    for table in ("targets-cost-table", "targets-proxy-table", "targets-slow-table"):
+        assert f'id="{table}"' in html
+    assert "keep-alive off not supported" in html and "held 1,000 connections" in html
+
+
+def test_make_bench_all_targets_as_typed_in_docker(bench_quick):
+    """The same in the Docker runtime (its default): a proxy container in front of the upstream Nginx
+    container, TLS ended in the Nginx container."""
+    if selected_tools() is not None and "wrk" not in selected_tools():
+        pytest.skip("wrk is not among the selected tools")
+    clone = bench_quick("docker").latest.parent.parent
+    result = make_as_typed(clone, "bench-all", "SCENARIOS=scenarios/targets.yaml:tls-vu20-rtt0.1,haproxy-vu16",
+                           "TOOLS=wrk", "DURATION=3")
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output[-3000:]
+    latest = clone / "results" / "latest"
+    rows = {r["scenario"]: r for r in csv.DictReader((latest / "runs.csv").open())}
+    assert {r["status"] for r in rows.values()} == {"ok"}, rows
+    assert rows["haproxy-vu16"]["runtime"] == "docker" and float(rows["haproxy-vu16"]["proxy_cpu_pct"]) > 0
+    assert (latest / rows["haproxy-vu16"]["run_dir"] / "upstream.log").is_file()
+    assert rows["tls-vu20-rtt0.1"]["tls"] == "True" and int(rows["tls-vu20-rtt0.1"]["server_requests"]) > 0
