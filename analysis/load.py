@@ -60,6 +60,10 @@ def load_results(*folders: str | Path) -> pd.DataFrame:
         df[column] = pd.to_numeric(df[column], errors="coerce") if column in df else float("nan")
     if "repeat" in df:
         df["repeat"] = df["repeat"].fillna(1)
+    for column, default in SETUP_DEFAULTS.items():   # folders from before targets (issue 23) ran today's setup
+        df[column] = df[column].fillna(default) if column in df else default
+    if "backend_delay_ms" not in df:
+        df["backend_delay_ms"] = None
     if "lat_added_ms" in df:
         # Folders written before --capture existed hold lat_p50 - probe RTT there (could go negative).
         df["lat_added_ms"] = df["lat_added_ms"].where(df.get("wire_p50_ms", pd.Series(dtype=float)).notna())
@@ -67,14 +71,13 @@ def load_results(*folders: str | Path) -> pd.DataFrame:
     return mask_below_resolution(df) if "timing_resolution_ms" in df else df
 
 
+SETUP_DEFAULTS = {"target": "nginx", "keepalive": "True", "tls": "False"}
+
+
 def default_setup(df: pd.DataFrame) -> pd.Series:
-    """Rows against the shootout's target: plain Nginx, keep-alive, HTTP, no backend delay (folders written
-    before these columns existed are all of that kind)."""
-    column = lambda name, default: df[name] if name in df else pd.Series(default, index=df.index)  # noqa: E731
-    return ((column("target", "nginx").fillna("nginx") == "nginx")
-            & (column("keepalive", "True").fillna("True").astype(str) == "True")
-            & (column("tls", "False").fillna("False").astype(str) == "False")
-            & column("backend_delay_ms", None).isna())
+    """Rows against the shootout's target: plain Nginx, keep-alive, HTTP, no backend delay."""
+    return ((df["target"] == "nginx") & (df["keepalive"].astype(str) == "True") & (df["tls"].astype(str) == "False")
+            & df["backend_delay_ms"].isna())
 
 
 def _emptied(row: pd.Series) -> set[str]:

@@ -46,10 +46,14 @@ COLUMNS: dict[str, str] = {
               f"{CV_LIMIT:.0%}: not measurable here)",
     "open_model": "whether the tool can send at a fixed arrival rate here (yes), cannot (no), or can but the harness "
                   "does not drive it that way yet (not wired)",
+    "keepalive_off": "whether the tool can open a new connection per request (its adapter's declaration; make "
+                     "list-tools says why not), and its RPS change against keep-alive where scenarios/targets.yaml ran",
+    "tls": "whether the tool can load an HTTPS target with a self-signed certificate, and its RPS change against "
+           "plain HTTP where scenarios/targets.yaml ran",
 }
 HEADERS = {"req_per_cpu_s": "req / CPU-s", "max_vus_ok": "ok up to VUs", "p50_error_ms": "p50 − wire ms",
            "p99_error_ms": "p99 − wire ms", "stall": "stall test", "mem_per_vu_kb": "KiB / VU",
-           "rps_cv": "RPS CV", "open_model": "open model"}
+           "rps_cv": "RPS CV", "open_model": "open model", "keepalive_off": "keep-alive off", "tls": "TLS"}
 
 
 def _number(value: float) -> str:
@@ -212,11 +216,49 @@ def open_model_cells(df: pd.DataFrame, declarations: Callable[[str], tuple[bool,
     return cells
 
 
+def feature_cells(df: pd.DataFrame, feature: str, declared: Callable[[str], bool | str | None]) -> dict[str, Cell]:
+    """keep-alive off / TLS: the declaration, and the measured RPS change against the plain setup."""
+    changed = (df["keepalive"].astype(str) == "False") if feature == "keepalive_off" else (df["tls"].astype(str) == "True")
+    cells = {}
+    for label, runs in df.groupby("label"):
+        answer = declared(runs["tool"].iloc[0])
+        if answer is None:
+            cells[label] = Cell("unknown: no adapter of that name here", None, "")
+            continue
+        if answer is not True:
+            cells[label] = Cell("no", 0.0, f"tools/{runs['tool'].iloc[0]}/adapter.py: {answer}", {"answer": "no"})
+            continue
+        cost = _measured_change(runs, changed.loc[runs.index])
+        text = "yes" if cost is None else f"yes: RPS {cost[0]:+.0%} ({cost[1]})"
+        cells[label] = Cell(text, 1.0 if cost is None else 1.0 + cost[0], cost[2] if cost else "the adapter's declaration",
+                            {"answer": "yes", "change": None if cost is None else cost[0]})
+    return cells
+
+
+def _measured_change(runs: pd.DataFrame, changed: pd.Series) -> tuple[float, str, str] | None:
+    """(RPS ratio - 1, scenario, source) of the changed setup against the plain one at the same VUs and RTT."""
+    ok = runs[(runs["status"] == OK) & (runs["target"].fillna("nginx") == "nginx") & runs["backend_delay_ms"].isna()]
+    plain = ok[default_setup(ok)]
+    for scenario, mine in ok[changed.loc[ok.index]].groupby("scenario"):
+        base = plain[(plain["vus"] == mine["vus"].iloc[0]) & (plain["rtt_target_ms"] == mine["rtt_target_ms"].iloc[0])]
+        if len(base):
+            return (mine["rps"].median() / base["rps"].median() - 1, scenario,
+                    f"{_runs_source(mine)} against {_runs_source(base)}")
+    return None
+
+
 def adapter_declarations(tool: str) -> tuple[bool, str] | None:
-    from harness.registry import discover     # reads each adapter's class attributes; starts nothing
-    adapters = _ADAPTERS.setdefault("all", discover())
-    adapter = adapters.get(tool)
+    adapter = _adapters().get(tool)
     return (adapter.open_model, adapter.rate_model) if adapter else None
+
+
+def declared_feature(feature: str) -> Callable[[str], bool | str | None]:
+    return lambda tool: getattr(_adapters()[tool], feature) if tool in _adapters() else None
+
+
+def _adapters() -> dict:
+    from harness.registry import discover     # reads each adapter's class attributes; starts nothing
+    return _ADAPTERS.setdefault("all", discover())
 
 
 _ADAPTERS: dict[str, dict] = {}
@@ -243,7 +285,8 @@ def build(df: pd.DataFrame, declarations=adapter_declarations) -> list[dict]:
                "p50_error_ms": wire_error_cells(df, "tool_error_p50_ms"),
                "p99_error_ms": wire_error_cells(df, "tool_error_p99_ms"),
                "stall": stall_cells(df), "mem_per_vu_kb": mem_cells(df, highest),
-               "rps_cv": stability_cells(df), "open_model": open_model_cells(df, declarations)}
+               "rps_cv": stability_cells(df), "open_model": open_model_cells(df, declarations),
+               **{feature: feature_cells(df, feature, declared_feature(feature)) for feature in ("keepalive_off", "tls")}}
     rows = []
     for label in sorted(df["label"].unique()):
         row = {"tool": label}
@@ -294,6 +337,13 @@ def sentence(label: str, row: dict) -> str:
     if model:
         clauses.append({"yes": "can pace an arrival rate", "no": "closed model only",
                         "not wired": "open model not wired here"}[model])
+    for column, name in (("keepalive_off", "keep-alive off"), ("tls", "TLS")):
+        facts = row[column].facts
+        if facts.get("answer") == "no":
+            clauses.append(f"no {name}")
+        elif facts.get("change") is not None:
+            clauses.append(f"{name} costs it {-facts['change']:.0%} of its RPS" if facts["change"] < 0
+                           else f"{name} changes its RPS by {facts['change']:+.0%}")
     return f"{label}: " + ("; ".join(clauses) if clauses else "no ok run in these results") + "."
 
 
