@@ -22,6 +22,7 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 URL = "http://198.18.0.2:80/style.css"
+TLS_URL = "https://198.18.0.2:443/style.css"     # a tls scenario's target (issue 23)
 # tests/example_tool/ is a tool folder with its tests, copied into a clone by test_adding_a_tool.py.
 collect_ignore = ["example_tool"]
 if not os.environ.get("LTH_IN_VM"):          # tests/netem_vm runs inside the VM `make test-netem` boots
@@ -220,10 +221,11 @@ def with_stdout(output: "ToolOutput", stdout: str) -> "ToolOutput":
     return ToolOutput(output.spec, stdout, output.stderr, 0, output.launched_at)
 
 
-def command_spec(out_dir: Path, vus: int = 20, duration_s: int = 5, url: str = URL) -> "RunSpec":
+def command_spec(out_dir: Path, vus: int = 20, duration_s: int = 5, url: str = URL,
+                 keepalive: bool = True) -> "RunSpec":
     """The spec the command tests build commands for."""
     from harness.adapter import RunSpec
-    return RunSpec(url=url, vus=vus, duration_s=duration_s, out_dir=out_dir, cpus=2)
+    return RunSpec(url=url, vus=vus, duration_s=duration_s, out_dir=out_dir, cpus=2, keepalive=keepalive)
 
 
 def assert_ordered(m) -> None:

@@ -9,7 +9,7 @@ import pytest
 
 from harness.adapter import ParseError, RunSpec, ToolOutput
 from harness.registry import discover
-from conftest import FIXTURES, assert_ordered, captured_run, cases
+from conftest import FIXTURES, TLS_URL, assert_ordered, captured_run, cases, command_spec, with_stdout
 
 AB = discover()["ab"]
 CASES = cases("ab")
@@ -17,6 +17,28 @@ CASES = cases("ab")
 
 def load(case: str) -> ToolOutput:
     return captured_run(FIXTURES / "ab" / case)[0]
+
+
+def test_command_holds_vus_keepalive_connections_for_the_duration(tmp_path):
+    assert AB.command(command_spec(tmp_path)) == [
+        "ab", "-k", "-q", "-r", "-c", "20", "-t", "5", "-n", "500000", "-e", f"{tmp_path}/ab-percentiles.csv",
+        "http://198.18.0.2:80/style.css"]
+
+
+def test_keepalive_off_drops_k_and_tls_needs_only_the_url(tmp_path):
+    keepalive = AB.command(command_spec(tmp_path, url=TLS_URL))
+    assert keepalive[1] == "-k" and keepalive[-1] == TLS_URL     # ab does not verify certificates
+    assert AB.command(command_spec(tmp_path, url=TLS_URL, keepalive=False)) == [keepalive[0], *keepalive[2:]]
+
+
+def test_without_keepalive_no_keepalive_note():
+    """Without -k ab prints no 'Keep-Alive requests' line: no note that requests went without keep-alive."""
+    output = load("vu20-host")
+    text = re.sub(r"Keep-Alive requests:.*\n", "", output.stdout)
+    assert "only 0 of" in " ".join(AB.parse(with_stdout(output, text)).notes)
+    off = ToolOutput(RunSpec(output.spec.url, output.spec.vus, output.spec.duration_s, output.spec.out_dir, 2,
+                             keepalive=False), text, "", 0)
+    assert not any("keep-alive" in note for note in AB.parse(off).notes)
 
 
 @pytest.mark.parametrize("case", CASES)

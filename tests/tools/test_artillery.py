@@ -15,7 +15,7 @@ import pytest
 
 from harness.adapter import ParseError, RunSpec, ToolOutput
 from harness.registry import discover
-from conftest import captured_run, cases
+from conftest import TLS_URL, captured_run, cases, command_spec
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "artillery"
 ADAPTER = discover()["artillery"]
@@ -59,6 +59,22 @@ def test_command_lets_vus_users_arrive_in_one_second_and_run_for_the_duration(tm
     assert json.loads(flags["--variables"]) == {"lth_path": "/style.css?x=1", "lth_duration_s": 5}
     assert flags["--output"] == str(tmp_path / "artillery-report.json")
     assert argv[-1] == str(ADAPTER.folder / "scenario.yml")
+
+
+def test_keepalive_off_sends_connection_close_and_tls_skips_verification(tmp_path):
+    plain = ADAPTER.command(command_spec(tmp_path))
+    assert "--insecure" not in plain and "close" not in " ".join(plain)
+    argv = ADAPTER.command(command_spec(tmp_path, url=TLS_URL, keepalive=False))
+    assert argv[argv.index("--target") + 1] == "https://198.18.0.2:443"
+    assert argv.index("--insecure") < argv.index("--output")          # config.tls.rejectUnauthorized = false
+    overrides = json.loads(argv[argv.index("--overrides") + 1])
+    # The engine's default headers are replaced as a whole: its User-Agent is kept beside Connection: close.
+    assert overrides["config"]["http"] == {"defaults": {"headers": {
+        "connection": "close", "user-agent": "Artillery (https://artillery.io)"}}}
+    assert overrides["config"]["phases"] == json.loads(plain[plain.index("--overrides") + 1])["config"]["phases"]
+    engine = ADAPTER.home / "node_modules" / "@artilleryio" / "int-core" / "lib" / "engine_http.js"
+    if engine.is_file():
+        assert "const USER_AGENT = 'Artillery (https://artillery.io)';" in engine.read_text()
 
 
 def test_scenario_loops_until_the_processors_deadline():

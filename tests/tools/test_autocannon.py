@@ -11,7 +11,7 @@ import pytest
 
 from harness.adapter import ParseError, RunSpec, ToolOutput
 from harness.registry import discover
-from conftest import captured_run, cases, command_spec
+from conftest import TLS_URL, captured_run, cases, command_spec
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "autocannon"
 ADAPTER = discover()["autocannon"]
@@ -30,6 +30,16 @@ def test_command_holds_vus_connections_on_the_pinned_node(tmp_path):
                                      "-t", "10", "http://198.18.0.2:80/style.css"]
     assert ADAPTER.version_command == [NODE, SCRIPT, "--version"]
     assert ADAPTER.parse_version("autocannon v9.0.0\nnode v20.20.2\n") == "9.0.0"
+
+
+def test_tls_needs_only_the_url_and_keepalive_off_is_unsupported(tmp_path):
+    plain = ADAPTER.command(command_spec(tmp_path))
+    # autocannon connects with rejectUnauthorized: false whatever its options.
+    assert ADAPTER.command(command_spec(tmp_path, url=TLS_URL)) == [*plain[:-1], TLS_URL]
+    client = (ADAPTER.home / "node_modules" / "autocannon" / "lib" / "httpClient.js")
+    if client.is_file():
+        assert "rejectUnauthorized: false" in client.read_text()
+    assert ADAPTER.tls is True and "--reconnectRate" in ADAPTER.keepalive_off
 
 
 def test_install_pins_autocannon_and_node_in_the_lock_file():

@@ -11,7 +11,7 @@ import pytest
 
 from harness.adapter import ParseError, ToolOutput
 from harness.registry import discover
-from conftest import captured_run, cases, command_spec
+from conftest import TLS_URL, captured_run, cases, command_spec
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "bombardier"
 ADAPTER = discover()["bombardier"]
@@ -26,6 +26,14 @@ def test_command_holds_vus_connections_for_the_duration(tmp_path):
     spec = command_spec(tmp_path)
     assert ADAPTER.command(spec) == ["/opt/lth/bin/bombardier", "-c", "20", "-d", "5s", "-t", "10s",
                                      "-o", "json", "-p", "r", "-l", "http://198.18.0.2:80/style.css"]
+
+
+def test_keepalive_off_sends_connection_close_and_tls_skips_verification(tmp_path):
+    # --disableKeepAlives is ignored by the fasthttp client: bombardier's help says to send the header.
+    assert ADAPTER.command(command_spec(tmp_path, url=TLS_URL, keepalive=False)) == [
+        "/opt/lth/bin/bombardier", "-c", "20", "-d", "5s", "-t", "10s", "-H", "Connection: close", "--insecure",
+        "-o", "json", "-p", "r", "-l", TLS_URL]
+    assert "--insecure" not in ADAPTER.command(command_spec(tmp_path, keepalive=False))
 
 
 def test_version_is_read_from_bombardier_version_output():

@@ -15,7 +15,7 @@ import pytest
 from harness import TOOLS_DIR
 from harness.adapter import ParseError, ToolOutput
 from harness.registry import discover
-from conftest import captured_run, command_spec
+from conftest import TLS_URL, captured_run, command_spec
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "drill" / "vu20-host"
 DRILL = discover()["drill"]
@@ -31,6 +31,16 @@ def test_command_runs_the_quiet_wrapper_with_base_and_path(tmp_path):
                                    "/style.css", "20", "5"]
     run = (TOOLS_DIR / "drill" / "run.sh").read_text()
     assert "--quiet --stats --nanosec" in run and DRILL.sampled_process == "drill"
+
+
+def test_keepalive_off_and_tls_are_run_sh_options(tmp_path):
+    argv = DRILL.command(command_spec(tmp_path, url=TLS_URL, keepalive=False))
+    assert argv == [str(TOOLS_DIR / "drill" / "run.sh"), str(tmp_path), "https://198.18.0.2:443", "/style.css", "20", "5",
+                    "--close", "--no-check-certificate"]
+    run = (TOOLS_DIR / "drill" / "run.sh").read_text()
+    # --close adds the header to the plan's request; the drill option reaches the calibration and the real run.
+    assert "--close) HEADERS=$'\\n      headers:\\n        Connection: close'" in run
+    assert "url: '$URLPATH'$HEADERS" in run and run.count('"${DRILL_OPTIONS[@]}"') == 2
 
 
 def test_version_is_read_from_drill_version_output():

@@ -16,7 +16,7 @@ import pytest
 from harness import TOOLS_DIR
 from harness.adapter import ParseError, RunSpec, ToolOutput
 from harness.registry import discover
-from conftest import captured_run, cases
+from conftest import TLS_URL, captured_run, cases, command_spec
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "gatling"
 ADAPTERS = discover()
@@ -169,6 +169,27 @@ def test_command_runs_the_precompiled_simulation_offline(tmp_path):
     simulation = (TOOLS_DIR / "gatling" / "src/test/java/lth/LthSimulation.java").read_text()
     for dsl in ("atOnceUsers(VUS)", ".during(Duration.ofSeconds(DURATION_S))", ".disableWarmUp()", ".disableCaching()"):
         assert dsl in simulation
+
+
+def test_keepalive_off_and_tls(tmp_path):
+    plain = ADAPTERS["gatling"].command(command_spec(tmp_path))
+    assert "-Dlth.keepalive=false" not in plain
+    argv = ADAPTERS["gatling"].command(command_spec(tmp_path, url=TLS_URL, keepalive=False))
+    # Gatling trusts every certificate by default: the https URL is all TLS needs.
+    assert argv == [a.replace("http://198.18.0.2:80", "https://198.18.0.2:443") for a in plain[:plain.index("-cp")]] + \
+        ["-Dlth.keepalive=false", *plain[plain.index("-cp"):]]
+    simulation = (TOOLS_DIR / "gatling" / "src/test/java/lth/LthSimulation.java").read_text()
+    assert 'System.getProperty("lth.keepalive", "true")' in simulation
+    assert 'protocol.connectionHeader("close")' in simulation and 'CLOSE_MARK = "LTH_CONNECTION_CLOSE"' in simulation
+
+
+def test_keepalive_off_without_the_simulations_mark_is_a_parse_error(tmp_path):
+    """An install older than the simulation's -Dlth.keepalive would keep connections open: refused."""
+    output, _ = load(CASES[0])
+    spec = RunSpec(output.spec.url, output.spec.vus, output.spec.duration_s, output.spec.out_dir, 2, keepalive=False)
+    with pytest.raises(ParseError, match="LTH_CONNECTION_CLOSE"):
+        ADAPTERS["gatling"].parse(ToolOutput(spec, output.stdout, output.stderr, 0))
+    assert ADAPTERS["gatling"].parse(ToolOutput(spec, "LTH_CONNECTION_CLOSE\n" + output.stdout, output.stderr, 0)).requests
 
 
 @pytest.mark.parametrize("case", CASES)

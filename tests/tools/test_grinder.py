@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from harness import TOOLS_DIR
-from harness.adapter import ParseError, ToolOutput
+from harness.adapter import ParseError, RunSpec, ToolOutput
 from harness.registry import discover
-from conftest import captured_run, command_spec
+from conftest import TLS_URL, captured_run, command_spec
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "grinder"
 ADAPTERS = discover()
@@ -47,6 +47,18 @@ def test_command_sets_threads_script_and_logs(tmp_path):
     assert "grinder.runs = 1" in properties and "grinder.useConsole = false" in properties
 
 
+def test_keepalive_off_and_tls(tmp_path):
+    plain = GRINDER.command(command_spec(tmp_path))
+    assert not any(a.startswith("-Dgrinder.lth.close") for a in plain)
+    argv = GRINDER.command(command_spec(tmp_path, url=TLS_URL, keepalive=False))
+    # The Grinder trusts every certificate: the https URL is all TLS needs.
+    assert f"-Dgrinder.lth.url={TLS_URL}" in argv and "-Dgrinder.lth.close=true" in argv
+    assert argv[-2:] == plain[-2:]
+    script = (TOOLS_DIR / "grinder" / "lth.py").read_text()
+    assert 'if grinder.properties.getBoolean("grinder.lth.close", False):' in script
+    assert 'setDefaultHeaders([NVPair("Connection", "close")])' in script
+
+
 def test_version_is_read_from_the_wrappers_version_output():
     assert GRINDER.parse_version("The Grinder 3.11\n") == "3.11"
     assert GRINDER.version_command[-2:] == ["LthGrinder", "--version"]
@@ -77,6 +89,13 @@ def test_each_thread_kept_one_connection():
     header = [h.strip() for h in rows[0].split(",")]
     column = header.index("New connections")
     assert sum(int(r.split(",")[column]) for r in rows[1:]) == 20
+
+
+def test_keepalive_off_notes_the_new_connections_instead_of_a_broken_keepalive():
+    output, _ = load(CASE)
+    spec = RunSpec(output.spec.url, output.spec.vus, output.spec.duration_s, output.spec.out_dir, 2, keepalive=False)
+    metrics = GRINDER.parse(ToolOutput(spec, output.stdout, output.stderr, 0))
+    assert metrics.notes[-1] == f"20 new connections for {metrics.requests} requests (keep-alive off)"
 
 
 def test_load_start_comes_from_the_first_request():

@@ -12,7 +12,7 @@ import pytest
 
 from harness.adapter import ParseError, RunSpec, ToolOutput
 from harness.registry import discover
-from conftest import assert_ordered, captured_run, cases, command_spec
+from conftest import TLS_URL, assert_ordered, captured_run, cases, command_spec
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "h2load"
 ADAPTER = discover()["h2load"]
@@ -41,6 +41,14 @@ def test_command_holds_vus_http1_connections_for_the_duration(tmp_path):
                                      "http://198.18.0.2:80/style.css"]
     one = RunSpec(url="http://198.18.0.2:80/style.css", vus=1, duration_s=5, out_dir=tmp_path, cpus=2)
     assert ADAPTER.command(one)[5] == "1"          # threads never exceed clients
+
+
+def test_tls_stays_http1_and_keepalive_off_is_unsupported(tmp_path):
+    plain = ADAPTER.command(command_spec(tmp_path))
+    # --h1 is --npn-list=http/1.1 as well: over TLS, ALPN offers HTTP/1.1 only; no certificate check.
+    assert ADAPTER.command(command_spec(tmp_path, url=TLS_URL)) == [*plain[:-1], TLS_URL] and plain[1] == "--h1"
+    assert ADAPTER.tls is True
+    assert "-D" in ADAPTER.keepalive_off and "never exits" in ADAPTER.keepalive_off
 
 
 def test_fixtures_cover_both_runtimes():

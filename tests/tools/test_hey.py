@@ -11,7 +11,7 @@ import pytest
 
 from harness.adapter import ParseError, ToolOutput
 from harness.registry import discover
-from conftest import assert_ordered, captured_run, cases, command_spec, with_stdout
+from conftest import TLS_URL, assert_ordered, captured_run, cases, command_spec, with_stdout
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "hey"
 ADAPTER = discover()["hey"]
@@ -26,6 +26,16 @@ def test_command_holds_vus_connections_for_the_duration(tmp_path):
     spec = command_spec(tmp_path)
     assert ADAPTER.command(spec) == ["/opt/lth/bin/hey", "-z", "5s", "-c", "20", "-t", "10",
                                      "http://198.18.0.2:80/style.css"]
+
+
+def test_keepalive_off_and_tls(tmp_path):
+    assert "-disable-keepalive" not in ADAPTER.command(command_spec(tmp_path))
+    assert ADAPTER.command(command_spec(tmp_path, keepalive=False)) == [
+        "/opt/lth/bin/hey", "-z", "5s", "-c", "20", "-disable-keepalive", "-t", "10", "http://198.18.0.2:80/style.css"]
+    # hey never verifies certificates (InsecureSkipVerify in its transport): the https URL is all it needs.
+    assert ADAPTER.command(command_spec(tmp_path, url=TLS_URL)) == [
+        "/opt/lth/bin/hey", "-z", "5s", "-c", "20", "-t", "10", TLS_URL]
+    assert ADAPTER.keepalive_off is True and ADAPTER.tls is True
 
 
 def test_version_comes_from_the_script_install_sh_writes():

@@ -14,7 +14,7 @@ import pytest
 from harness import TOOLS_DIR
 from harness.adapter import ParseError, RunSpec, ToolOutput
 from harness.registry import discover
-from conftest import captured_run, cases
+from conftest import TLS_URL, captured_run, cases, command_spec
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "jmeter"
 ADAPTERS = discover()
@@ -51,9 +51,23 @@ def test_plan_reads_every_property_the_command_sets():
     plan = (TOOLS_DIR / "jmeter" / "plan.jmx").read_text()
     for prop in ("threads", "rampup", "duration", "host", "port", "protocol", "path"):
         assert f"${{__P({prop}," in plan
-    assert '<boolProp name="HTTPSampler.use_keepalive">true</boolProp>' in plan
+    # keep-alive unless -Jkeepalive=false (issue 23)
+    assert '<stringProp name="HTTPSampler.use_keepalive">${__P(keepalive,true)}</stringProp>' in plan
     assert '<intProp name="LoopController.loops">-1</intProp>' in plan
     assert '<boolProp name="ThreadGroup.scheduler">true</boolProp>' in plan
+
+
+def test_keepalive_off_and_tls(tmp_path):
+    plain = ADAPTERS["jmeter"].command(command_spec(tmp_path))
+    assert not any(a.startswith("-Jkeepalive") for a in plain)
+    argv = ADAPTERS["jmeter"].command(command_spec(tmp_path, url=TLS_URL, keepalive=False))
+    # JMeter's samplers accept any certificate: https is only the protocol and port.
+    assert {"-Jkeepalive=false", "-Jprotocol=https", "-Jport=443"} <= set(argv)
+    rate = RunSpec(url=TLS_URL, vus=20, duration_s=5, out_dir=tmp_path, cpus=2, rate_rps=100, keepalive=False)
+    assert "-Jkeepalive=false" in ADAPTERS["jmeter"].command(rate)
+    for plan in ("plan.jmx", "plan-rate.jmx"):
+        text = (TOOLS_DIR / "jmeter" / plan).read_text()
+        assert text.count('<stringProp name="HTTPSampler.use_keepalive">${__P(keepalive,true)}</stringProp>') == 1
 
 
 @pytest.mark.parametrize("case", CASES)

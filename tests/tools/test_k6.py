@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.adapter import ParseError, ToolOutput
+from harness.adapter import ParseError, RunSpec, ToolOutput
 from harness.registry import discover
-from conftest import captured_run, cases, command_spec
+from conftest import TLS_URL, captured_run, cases, command_spec
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "k6"
 ADAPTER = discover()["k6"]
@@ -44,6 +44,16 @@ def test_command_runs_the_script_with_vus_for_the_duration(tmp_path):
     stats = argv[argv.index("--summary-trend-stats") + 1].split(",")
     assert {"avg", "min", "med", "max", "p(50)", "p(75)", "p(90)", "p(95)", "p(99)"} <= set(stats)
     assert Path(argv[-1]) == ADAPTER.folder / "script.js" and Path(argv[-1]).is_file()
+
+
+def test_keepalive_off_and_tls_are_k6_run_flags(tmp_path):
+    plain = ADAPTER.command(command_spec(tmp_path))
+    assert "--no-connection-reuse" not in plain and "--insecure-skip-tls-verify" not in plain
+    argv = ADAPTER.command(command_spec(tmp_path, url=TLS_URL, keepalive=False))
+    assert argv == [*plain[:6], "--no-connection-reuse", "--insecure-skip-tls-verify",
+                    *[f"LTH_URL={TLS_URL}" if a.startswith("LTH_URL=") else a for a in plain[6:]]]
+    rate = RunSpec(url=TLS_URL, vus=20, duration_s=5, out_dir=tmp_path, cpus=2, rate_rps=1000, keepalive=False)
+    assert {"--no-connection-reuse", "--insecure-skip-tls-verify"} <= set(ADAPTER.command(rate))
 
 
 def test_script_is_one_get_without_sleep():

@@ -15,7 +15,7 @@ import pytest
 from harness import TOOLS_DIR
 from harness.adapter import ParseError, RunSpec, ToolOutput
 from harness.registry import discover
-from conftest import assert_ordered, captured_run, cases, command_spec
+from conftest import TLS_URL, assert_ordered, captured_run, cases, command_spec
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "locust"
 ADAPTERS = discover()
@@ -67,6 +67,29 @@ def test_commands_pick_client_and_process_mode(tmp_path):
     assert argvs["locust-http"][-1] == "DefaultUser" and "--processes" not in argvs["locust-http"]
     assert argvs["locust-multi"][-1] == "FastUser"
     assert argvs["locust-multi"][argvs["locust-multi"].index("--processes") + 1] == "-1"
+
+
+@pytest.mark.parametrize("name", VARIANTS)
+def test_keepalive_off_and_tls_are_locustfile_options(tmp_path, name):
+    plain = ADAPTERS[name].command(command_spec(tmp_path))
+    assert "--lth-close" not in plain and "--lth-insecure" not in plain
+    argv = ADAPTERS[name].command(command_spec(tmp_path, url=TLS_URL, keepalive=False))
+    assert argv[argv.index("-H") + 1] == "https://198.18.0.2:443"
+    # The options go before the user class, which stays last.
+    assert argv[-3:] == ["--lth-close", "--lth-insecure", plain[-1]]
+    assert [a for a in argv if a not in ("--lth-close", "--lth-insecure")] == \
+        [a.replace("http://198.18.0.2:80", "https://198.18.0.2:443") for a in plain]
+    rate = RunSpec(url=TLS_URL, vus=20, duration_s=5, out_dir=tmp_path, cpus=2, rate_rps=100, keepalive=False)
+    assert {"--lth-close", "--lth-insecure"} <= set(ADAPTERS[name].command(rate))
+
+
+def test_locustfile_closes_connections_and_skips_verification_on_request():
+    text = (TOOLS_DIR / "locust" / "locustfile.py").read_text()
+    for option in ("--lth-close", "--lth-insecure"):
+        assert f'parser.add_argument("{option}", action="store_true"' in text
+    assert 'CLOSE = {"Connection": "close"}' in text
+    assert "self.default_headers = CLOSE" in text            # FastUser (FastHttpUser; insecure by default)
+    assert "self.client.headers.update(CLOSE)" in text and "self.client.verify = False" in text   # DefaultUser
 
 
 def test_locustfile_defines_both_user_classes_without_wait_time():

@@ -14,7 +14,7 @@ import pytest
 from harness import TOOLS_DIR
 from harness.adapter import ParseError, ToolOutput
 from harness.registry import discover
-from conftest import assert_ordered, captured_run, command_spec
+from conftest import TLS_URL, assert_ordered, captured_run, command_spec
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "oha"
 ADAPTERS = discover()
@@ -34,6 +34,16 @@ def test_command_holds_vus_connections_for_the_duration(tmp_path):
     assert f"--output-format json -o {tmp_path}/oha.json" in joined
     assert "--disable-keepalive" not in argv and argv[-1] == spec.url
     assert ADAPTERS["oha"].folder == TOOLS_DIR / "oha"
+
+
+def test_keepalive_off_and_tls(tmp_path):
+    adapter = ADAPTERS["oha"]
+    plain = adapter.command(command_spec(tmp_path))
+    assert "--insecure" not in plain
+    off = adapter.command(command_spec(tmp_path, keepalive=False))
+    assert off == [*plain[:6], "--disable-keepalive", *plain[6:]]
+    tls = adapter.command(command_spec(tmp_path, url=TLS_URL, keepalive=False))
+    assert tls == [*plain[:6], "--disable-keepalive", "--insecure", *plain[6:-1], TLS_URL]
 
 
 def test_version_is_read_from_oha_version_output():

@@ -11,7 +11,7 @@ import pytest
 
 from harness.adapter import ParseError, ToolOutput
 from harness.registry import discover
-from conftest import captured_run, cases, command_spec
+from conftest import TLS_URL, captured_run, cases, command_spec
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "siege"
 ADAPTER = discover()["siege"]
@@ -32,13 +32,25 @@ def test_command_runs_vus_keep_alive_users_in_benchmark_mode(tmp_path):
                                      "-t", "5S", "http://198.18.0.2:80/style.css"]
 
 
+def settings(rc: str) -> dict[str, str]:
+    return dict(line.split(" = ", 1) for line in (ADAPTER.folder / rc).read_text().splitlines()
+                if line and not line.startswith("#"))
+
+
+def test_keepalive_off_runs_siegerc_close_and_tls_needs_only_the_url(tmp_path):
+    plain = ADAPTER.command(command_spec(tmp_path))
+    off = ADAPTER.command(command_spec(tmp_path, url=TLS_URL, keepalive=False))
+    assert off == [plain[0], "-R", str(ADAPTER.folder / "siegerc-close"), *plain[3:-1], TLS_URL]
+    # The same settings as siegerc but connection = close.
+    assert settings("siegerc-close") == settings("siegerc") | {"connection": "close"}
+
+
 def test_siegerc_keeps_connections_open_and_lifts_the_user_limit():
-    settings = dict(line.split(" = ", 1) for line in (ADAPTER.folder / "siegerc").read_text().splitlines()
-                    if line and not line.startswith("#"))
-    assert settings["connection"] == "keep-alive"
-    assert settings["protocol"] == "HTTP/1.1"
-    assert settings["benchmark"] == "true" and settings["verbose"] == "false" and settings["parser"] == "false"
-    assert int(settings["limit"]) >= 1000          # the shootout goes up to 1000 VUs; siege's default is 255
+    values = settings("siegerc")
+    assert values["connection"] == "keep-alive"
+    assert values["protocol"] == "HTTP/1.1"
+    assert values["benchmark"] == "true" and values["verbose"] == "false" and values["parser"] == "false"
+    assert int(values["limit"]) >= 1000          # the shootout goes up to 1000 VUs; siege's default is 255
 
 
 def test_fixtures_cover_both_runtimes():

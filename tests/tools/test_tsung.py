@@ -7,7 +7,10 @@ count (meta.json server_requests).
 """
 import json
 import math
+import os
 import shutil
+import subprocess
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +19,7 @@ import pytest
 from harness import TOOLS_DIR
 from harness.adapter import ParseError, ToolOutput
 from harness.registry import discover
-from conftest import captured_run, command_spec
+from conftest import TLS_URL, captured_run, command_spec
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "tsung"
 ADAPTERS = discover()
@@ -38,6 +41,40 @@ def test_command_runs_the_wrapper_with_the_target_split_up(tmp_path):
     spec = command_spec(tmp_path)
     argv = TSUNG.command(spec)
     assert argv == [str(TOOLS_DIR / "tsung" / "run.sh"), str(tmp_path), "198.18.0.2", "80", "/style.css", "20", "5"]
+
+
+def test_keepalive_off_and_tls_are_run_sh_options(tmp_path):
+    argv = TSUNG.command(command_spec(tmp_path, url="https://198.18.0.2/style.css", keepalive=False))
+    assert argv == [str(TOOLS_DIR / "tsung" / "run.sh"), str(tmp_path), "198.18.0.2", "443", "/style.css", "20", "5",
+                    "--close", "--ssl"]
+    assert TSUNG.command(command_spec(tmp_path, url=TLS_URL))[-2:] == ["5", "--ssl"]
+
+
+def filled_config(tmp_path: Path, *options: str) -> ET.Element:
+    """The tsung.xml run.sh writes, with erlc, tsung and epmd replaced by stubs that do nothing."""
+    stubs = tmp_path / "bin"
+    stubs.mkdir()
+    for name in ("erlc", "tsung", "epmd"):
+        (stubs / name).write_text("#!/bin/sh\nexit 0\n")
+        (stubs / name).chmod(0o755)
+    out = tmp_path / "run"
+    out.mkdir()
+    subprocess.run([str(TOOLS_DIR / "tsung" / "run.sh"), str(out), "198.18.0.2", "443", "/style.css", "20", "5", *options],
+                   env={**os.environ, "PATH": f"{stubs}:/usr/bin:/bin"}, check=True, capture_output=True)
+    text = (out / "tsung.xml").read_text()
+    return ET.fromstring(text[text.index("<tsung "):])
+
+
+@pytest.mark.parametrize("options, server_type, headers", [
+    ((), "tcp", []),
+    (("--close", "--ssl"), "ssl", [{"name": "Connection", "value": "close"}]),
+])
+def test_run_sh_fills_the_server_type_and_the_connection_header(tmp_path, options, server_type, headers):
+    config = filled_config(tmp_path, *options)
+    assert config.find("servers/server").attrib == {"host": "198.18.0.2", "port": "443", "type": server_type}
+    http = config.find(".//request/http")
+    assert http.attrib == {"url": "/style.css", "method": "GET", "version": "1.1"}
+    assert [h.attrib for h in http.findall("http_header")] == headers
 
 
 def test_template_and_wrapper_keep_their_promises():

@@ -14,7 +14,7 @@ import pytest
 
 from harness.adapter import ParseError, RunSpec, ToolOutput
 from harness.registry import discover
-from conftest import assert_ordered, captured_run, cases, command_spec
+from conftest import TLS_URL, assert_ordered, captured_run, cases, command_spec
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "vegeta"
 ADAPTER = discover()["vegeta"]
@@ -51,6 +51,16 @@ def test_command_is_a_closed_model_with_vus_workers_and_connections(tmp_path):
 def test_a_rate_run_passes_the_rate_and_keeps_vus_as_the_cap(tmp_path):
     spec = RunSpec(url="http://198.18.0.2:80/style.css", vus=20, duration_s=5, out_dir=tmp_path, cpus=2, rate_rps=1000)
     assert ADAPTER.command(spec)[3:] == ["vegeta", "http://198.18.0.2:80/style.css", "20", "5", str(tmp_path), "1000"]
+
+
+def test_keepalive_off_and_tls_are_attack_flags(tmp_path):
+    plain = ADAPTER.command(command_spec(tmp_path))[2]
+    assert "-keepalive" not in plain and "-insecure" not in plain
+    off = ADAPTER.command(command_spec(tmp_path, keepalive=False))[2]
+    assert off == plain.replace(" attack -rate=", " attack -keepalive=false -rate=")
+    argv = ADAPTER.command(command_spec(tmp_path, url=TLS_URL))
+    # -http2=false: HTTP/1.1 over TLS as over TCP, even if the server offers h2.
+    assert argv[2] == plain.replace(" attack -rate=", " attack -insecure -http2=false -rate=") and argv[4] == TLS_URL
 
 
 def test_version_is_read_from_vegeta_version_output():

@@ -16,12 +16,25 @@ import pytest
 
 from harness.adapter import ParseError, ToolOutput
 from harness.registry import discover
-from conftest import captured_run, cases, with_stdout
+from conftest import TLS_URL, captured_run, cases, command_spec, with_stdout
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "wrk"
 CASES = cases("wrk")
 WRK = discover()["wrk"]
 module = SimpleNamespace(**type(WRK).parse.__globals__)   # the adapter file's functions
+
+
+def test_command_holds_vus_connections_for_the_duration(tmp_path):
+    assert WRK.command(command_spec(tmp_path)) == [
+        "wrk", "-t2", "-c20", "-d5s", "--timeout", "10s", "-s", str(WRK.folder / "report.lua"),
+        "http://198.18.0.2:80/style.css"]
+
+
+def test_keepalive_off_sends_connection_close_and_tls_needs_only_the_url(tmp_path):
+    plain = WRK.command(command_spec(tmp_path))
+    # wrk reconnects after a response that does not keep the connection alive.
+    assert WRK.command(command_spec(tmp_path, keepalive=False)) == [*plain[:6], "-H", "Connection: close", *plain[6:]]
+    assert WRK.command(command_spec(tmp_path, url=TLS_URL)) == [*plain[:-1], TLS_URL]   # wrk does not verify
 
 
 def load(case: str) -> tuple[ToolOutput, dict]:

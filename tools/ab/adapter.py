@@ -26,11 +26,13 @@ class ApacheBench(ToolAdapter):
     timing_resolution_ms = 0.001  # ab -e CSV: ms with 3 decimals (ab times requests in us)
 
     rate_model = 'closed model only: -c concurrent requests, ab has no rate option'
+    keepalive_off = True   # no -k: ab then sends HTTP/1.0 without Keep-Alive and connects for each request
+    tls = True             # ab (built with OpenSSL) does not verify the server's certificate
 
     def command(self, spec: RunSpec) -> list[str]:
         # -n must follow -t: -t resets the request count to 50000.
         return [
-            self.binary, "-k", "-q", "-r", "-c", str(spec.vus), "-t", str(spec.duration_s),
+            self.binary, *(["-k"] if spec.keepalive else []), "-q", "-r", "-c", str(spec.vus), "-t", str(spec.duration_s),
             "-n", str(spec.duration_s * MAX_RATE_PER_S),
             "-e", str(spec.out_dir / PERCENTILE_FILE), spec.url,
         ]
@@ -45,7 +47,8 @@ class ApacheBench(ToolAdapter):
         percentiles = self._percentiles(output)
         requests, measured_s = int(complete), float(taken)
         keep_alive = int(_field(text, "Keep-Alive requests") or 0)
-        notes = [] if keep_alive == requests else [f"only {keep_alive} of {requests} requests used keep-alive"]
+        notes = [] if keep_alive == requests or not output.spec.keepalive else \
+            [f"only {keep_alive} of {requests} requests used keep-alive"]
         return Metrics(
             requests=requests,
             errors=failed + non_2xx,

@@ -12,6 +12,10 @@ from urllib.parse import urlsplit
 from harness.adapter import Metrics, ParseError, RunSpec, ToolAdapter, ToolOutput
 
 REPORT = "artillery-report.json"
+# Keep-alive off: every request says `Connection: close` (config.http.defaults.headers replaces the
+# engine's default headers, so its own User-Agent is kept beside it): Node's agent then drops the
+# socket after the response and the user's next request connects anew.
+CLOSE_HEADERS = {"connection": "close", "user-agent": "Artillery (https://artillery.io)"}
 
 
 class Artillery(ToolAdapter):
@@ -28,6 +32,8 @@ class Artillery(ToolAdapter):
     open_model = True
     rate_model = ("one phase with arrivalRate = rate and maxVusers = VUs (rate.yml): each arrival a new user with one GET "
                   "on a new connection, latency counts from the actual send")
+    keepalive_off = True   # Connection: close on every request (CLOSE_HEADERS)
+    tls = True             # --insecure: config.tls.rejectUnauthorized = false
 
     def command(self, spec: RunSpec) -> list[str]:
         url = urlsplit(spec.url)
@@ -38,13 +44,15 @@ class Artillery(ToolAdapter):
             overrides = {"config": {"phases": [{"name": "rate", "duration": spec.duration_s,
                                                 "arrivalRate": spec.rate_rps, "maxVusers": spec.vus}]}}
             script = "rate.yml"
+        if not spec.keepalive:
+            overrides["config"]["http"] = {"defaults": {"headers": CLOSE_HEADERS}}
         variables = {"lth_path": path, "lth_duration_s": spec.duration_s}
         return [
             self.binary, "-r", str(self.folder / "no-telemetry.js"),
             str(self.home / "node_modules" / "artillery" / "bin" / "run"), "run",
             "--target", f"{url.scheme}://{url.netloc}",
             "--overrides", json.dumps(overrides), "--variables", json.dumps(variables),
-            "--output", str(spec.out_dir / REPORT), str(self.folder / script),
+            *(["--insecure"] if spec.tls else []), "--output", str(spec.out_dir / REPORT), str(self.folder / script),
         ]
 
     def parse(self, output: ToolOutput) -> Metrics:

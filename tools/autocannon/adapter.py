@@ -46,6 +46,11 @@ class Autocannon(ToolAdapter):
     rate_model = ("-R <rate> (overall, over the -c VUs connections); with a rate autocannon back-fills its histogram "
                   "for coordinated omission (HdrHistogram recordValueWithExpectedInterval, expected interval "
                   "ceil(1/rate) = 1 ms): samples outnumber requests and every latency above 1 ms is inflated")
+    keepalive_off = ("autocannon 9.0.0 has no working option: -D 1 (--reconnectRate) resets the connection before "
+                     "counting each response (0 requests recorded), and with -H Connection=close the request it "
+                     "writes to the closing connection stays queued, so latencies grow through the run")
+    # lib/httpClient.js connects with tls.connect({..., rejectUnauthorized: false}): never verifies.
+    tls = True
 
     def command(self, spec: RunSpec) -> list[str]:
         rate = ["-R", str(spec.rate_rps)] if spec.rate_rps else []

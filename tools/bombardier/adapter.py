@@ -11,12 +11,17 @@ class Bombardier(ToolAdapter):
 
     open_model = True
     rate_model = "-r <rate> (bombardier's rate limiter over the -c VUs connections), latency counts from the actual send"
+    # bombardier's --disableKeepAlives applies to its net/http clients only; its help says to send
+    # `Connection: close` with the default fasthttp client, which then closes after each response.
+    keepalive_off = True
+    tls = True   # --insecure: no certificate check (bombardier verifies by default)
 
     def command(self, spec: RunSpec) -> list[str]:
         rate = ["-r", str(spec.rate_rps)] if spec.rate_rps else []
+        connection = [*([] if spec.keepalive else ["-H", "Connection: close"]), *(["--insecure"] if spec.tls else [])]
         # -p r: print only the result (no progress bar); -l: latency percentiles in the JSON.
         # -t 10s: the default 2 s timeout would turn slow responses into errors (wrk uses 10 s too).
-        return [self.binary, "-c", str(spec.vus), "-d", f"{spec.duration_s}s", "-t", "10s", *rate,
+        return [self.binary, "-c", str(spec.vus), "-d", f"{spec.duration_s}s", "-t", "10s", *rate, *connection,
                 "-o", "json", "-p", "r", "-l", spec.url]
 
     def parse(self, output: ToolOutput) -> Metrics:

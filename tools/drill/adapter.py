@@ -57,12 +57,15 @@ class Drill(ToolAdapter):
     sampled_process = "drill"     # not run.sh's bash, awk or `timeout`
 
     rate_model = 'closed model only: concurrency users iterating the plan, drill has no arrival-rate option'
+    keepalive_off = True   # run.sh --close: the plan's request sends Connection: close (drill has no option)
+    tls = True             # run.sh --no-check-certificate, drill's own option
 
     def command(self, spec: RunSpec) -> list[str]:
         url = urlsplit(spec.url)
         base = f"{url.scheme}://{url.netloc}"
         path = (url.path or "/") + (f"?{url.query}" if url.query else "")
-        return [str(self.folder / "run.sh"), str(spec.out_dir), base, path, str(spec.vus), str(spec.duration_s)]
+        options = [*([] if spec.keepalive else ["--close"]), *(["--no-check-certificate"] if spec.tls else [])]
+        return [str(self.folder / "run.sh"), str(spec.out_dir), base, path, str(spec.vus), str(spec.duration_s), *options]
 
     def parse(self, output: ToolOutput) -> Metrics:
         path, window_path = output.file(STATS), output.file(WINDOW)

@@ -26,6 +26,8 @@ class Grinder(ToolAdapter):
     timing_resolution_ms = 1  # 'Test time' in whole ms
 
     rate_model = 'closed model only: worker threads loop the test; The Grinder has no arrival-rate option'
+    keepalive_off = True   # -Dgrinder.lth.close=true: lth.py sends Connection: close (no keep-alive switch)
+    tls = True             # The Grinder's HTTP plugin trusts every server certificate
 
     def command(self, spec: RunSpec) -> list[str]:
         return [
@@ -37,6 +39,7 @@ class Grinder(ToolAdapter):
             f"-Dgrinder.duration={(spec.duration_s + SAFETY_S) * 1000}",
             f"-Dgrinder.lth.url={spec.url}",
             f"-Dgrinder.lth.durationMs={spec.duration_s * 1000}",
+            *([] if spec.keepalive else ["-Dgrinder.lth.close=true"]),
             "LthGrinder", str(self.folder / "grinder.properties"),
         ]
 
@@ -70,7 +73,9 @@ class Grinder(ToolAdapter):
         if measured_s <= 0:
             raise ParseError(f"{DATA_LOG}: empty load window")
         notes = ["latencies are whole milliseconds (The Grinder's data log resolution)"]
-        if new_connections > output.spec.vus:
+        if not output.spec.keepalive:
+            notes.append(f"{new_connections} new connections for {len(times)} requests (keep-alive off)")
+        elif new_connections > output.spec.vus:
             notes.append(f"{new_connections} new connections for {output.spec.vus} threads (keep-alive broken?)")
         return latency_metrics(
             times, requests=len(times), errors=errors, rps=len(times) / measured_s, measured_s=measured_s,

@@ -35,6 +35,12 @@ class H2load(ToolAdapter):
     timing_resolution_ms = 0.001  # --log-file durations in us
 
     rate_model = "closed model only: h2load's -r/--rate starts CONNECTIONS per second (each then runs closed-loop), not requests"
+    keepalive_off = ("h2load 1.52.0 has no option to close connections after each request; with -H 'Connection: close' "
+                     "it reconnects, but in timing-based mode (-D) its clients keep reconnecting after the duration "
+                     "and it never exits")
+    # --h1 (= --npn-list=http/1.1) keeps HTTP/1.1 over TLS too (ALPN offers http/1.1 only); h2load does
+    # not verify the server's certificate.
+    tls = True
 
     def command(self, spec: RunSpec) -> list[str]:
         threads = max(1, min(spec.vus, spec.cpus))

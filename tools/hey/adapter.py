@@ -37,11 +37,17 @@ class Hey(ToolAdapter):
     open_model = True
     rate_model = ("-q <rate / VUs>: hey's -q is PER WORKER (each of the -c VUs workers is throttled on its own "
                   "ticker), latency counts from the actual send")
+    keepalive_off = True   # -disable-keepalive (net/http Transport.DisableKeepAlives)
+    # hey's transport skips certificate checks itself (requester.go: InsecureSkipVerify: true) and,
+    # without -h2, stays on HTTP/1.1 over TLS.
+    tls = True
 
     def command(self, spec: RunSpec) -> list[str]:
         rate = ["-q", f"{spec.rate_rps / spec.vus:g}"] if spec.rate_rps else []
+        keepalive = [] if spec.keepalive else ["-disable-keepalive"]
         # -t 10: the same 10 s timeout as wrk (hey's default is 20 s).
-        return [self.binary, "-z", f"{spec.duration_s}s", "-c", str(spec.vus), *rate, "-t", "10", spec.url]
+        return [self.binary, "-z", f"{spec.duration_s}s", "-c", str(spec.vus), *rate, *keepalive, "-t", "10",
+                spec.url]
 
     def parse(self, output: ToolOutput) -> Metrics:
         text = output.stdout

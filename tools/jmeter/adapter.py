@@ -33,6 +33,10 @@ class JMeter(ToolAdapter):
     rate_schedule = "poisson"   # the Precise Throughput Timer's arrivals
     rate_model = ("Precise Throughput Timer (plan-rate.jmx): rate samples/s in total, Poisson arrivals, over VUs threads; "
                   "a sample due while every thread is busy waits, latency counts from the actual send")
+    # -Jkeepalive=false: the plans' use_keepalive (${__P(keepalive,true)}) off, so HttpClient4 sends
+    # Connection: close and opens a new connection for every sample.
+    keepalive_off = True
+    tls = True   # -Jprotocol=https; JMeter's HTTP samplers accept any certificate (its SSLManager trusts all)
 
     def command(self, spec: RunSpec) -> list[str]:
         url = urlsplit(spec.url)
@@ -44,6 +48,7 @@ class JMeter(ToolAdapter):
             "java", *JVM, "-jar", f"{self.home}/bin/ApacheJMeter.jar",
             "-n", "-f", "-t", str(self.folder / ("plan-rate.jmx" if spec.rate_rps else "plan.jmx")),
             *([f"-Jrate={spec.rate_rps}"] if spec.rate_rps else []),
+            *([] if spec.keepalive else ["-Jkeepalive=false"]),
             "-l", str(spec.out_dir / JTL), "-j", str(spec.out_dir / LOG),
             f"-Jthreads={spec.vus}", f"-Jduration={spec.duration_s}", f"-Jrampup={RAMP_UP_S}",
             f"-Jprotocol={url.scheme}", f"-Jhost={url.hostname}", f"-Jport={port}", f"-Jpath={path}",

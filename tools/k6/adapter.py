@@ -21,6 +21,8 @@ class K6(ToolAdapter):
     open_model = True
     rate_model = ("constant-arrival-rate executor (rate.js), preAllocatedVUs = maxVUs = VUs; an iteration due "
                   "with no free VU is dropped (dropped_iterations), latency counts from the actual send")
+    keepalive_off = True   # --no-connection-reuse (the noConnectionReuse option): keep-alive disabled
+    tls = True             # --insecure-skip-tls-verify (the insecureSkipTLSVerify option)
 
     def command(self, spec: RunSpec) -> list[str]:
         if spec.rate_rps:
@@ -28,8 +30,10 @@ class K6(ToolAdapter):
             script = "rate.js"
         else:
             load, script = ["--vus", str(spec.vus), "--duration", f"{spec.duration_s}s"], "script.js"
+        connection = [*([] if spec.keepalive else ["--no-connection-reuse"]),
+                      *(["--insecure-skip-tls-verify"] if spec.tls else [])]
         return [
-            self.binary, "run", *load,
+            self.binary, "run", *load, *connection,
             "--summary-export", str(spec.out_dir / SUMMARY), "--summary-trend-stats", TREND_STATS,
             "--no-usage-report", "--quiet", "--no-color", "-e", f"LTH_URL={spec.url}",
             str(self.folder / script),

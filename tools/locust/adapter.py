@@ -49,6 +49,10 @@ class Locust(ToolAdapter):
     open_model = True
     rate_model = ("wait_time = constant_throughput(rate / VUs) per user (the *PacedUser classes): pacing of -u VUs "
                   "users, a late task starts at once without catching up, latency counts from the actual send")
+    # locustfile.py: --lth-close sends Connection: close with every request (neither client has a
+    # keep-alive switch); --lth-insecure turns HttpUser's certificate check off (FastHttpUser has none).
+    keepalive_off = True
+    tls = True
 
     def command(self, spec: RunSpec) -> list[str]:
         url = urlsplit(spec.url)
@@ -66,6 +70,7 @@ class Locust(ToolAdapter):
         ]
         if self.processes is not None:
             argv += ["--processes", str(self.processes)]
+        argv += [*([] if spec.keepalive else ["--lth-close"]), *(["--lth-insecure"] if spec.tls else [])]
         if spec.rate_rps:
             return [*argv, "--lth-user-rate", f"{spec.rate_rps / spec.vus:g}", self.user_class.replace("User", "PacedUser")]
         return [*argv, self.user_class]

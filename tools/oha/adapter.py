@@ -25,12 +25,18 @@ class Oha(ToolAdapter):
     rate_co_corrected = True
     rate_model = ("-q <rate> --latency-correction (latency counts from each request's intended send time), "
                   "-c VUs connections")
+    keepalive_off = True   # --disable-keepalive (HTTP/1 only; oha speaks HTTP/1.1 unless told otherwise)
+    tls = True             # --insecure: accept the self-signed certificate
+
+    @staticmethod
+    def connection_options(spec: RunSpec) -> list[str]:
+        return [*([] if spec.keepalive else ["--disable-keepalive"]), *(["--insecure"] if spec.tls else [])]
 
     def command(self, spec: RunSpec) -> list[str]:
         rate = ["-q", str(spec.rate_rps), "--latency-correction"] if spec.rate_rps else []
         per_request = ["--db-url", str(spec.out_dir / REQUESTS_DB)] if spec.per_request else []
         return [self.binary, "--no-tui", "-c", str(spec.vus), "-z", f"{spec.duration_s}s", *rate, *per_request,
-                "--output-format", "json", "-o", str(spec.out_dir / REPORT), spec.url]
+                *self.connection_options(spec), "--output-format", "json", "-o", str(spec.out_dir / REPORT), spec.url]
 
     def latency_histogram(self, output: ToolOutput) -> LatencyHistogram | None:
         """From oha's per-request database (written after the load), to the microsecond; the database

@@ -9,6 +9,7 @@ import json
 from harness.adapter import Metrics, ParseError, RunSpec, ToolAdapter, ToolOutput
 
 SIEGERC = "siegerc"
+SIEGERC_CLOSE = "siegerc-close"   # keep-alive off: the same settings with connection = close
 # siege stops its users a little before -t runs out; below this share of the requested duration
 # the shortfall is worth a note.
 SHORT_RUN_SHARE = 0.98
@@ -46,10 +47,12 @@ class Siege(ToolAdapter):
     reports_percentiles = False
 
     rate_model = 'closed model only: -d is a random think time per user, not an arrival rate'
+    keepalive_off = True   # -R siegerc-close: `connection = close`, siege's own default
+    tls = True             # siege does not verify the server's certificate
 
     def command(self, spec: RunSpec) -> list[str]:
         return [
-            self.binary, "-R", str(self.folder / SIEGERC), "-b", "-j",
+            self.binary, "-R", str(self.folder / (SIEGERC if spec.keepalive else SIEGERC_CLOSE)), "-b", "-j",
             "-c", str(spec.vus), "-t", f"{spec.duration_s}S", spec.url,
         ]
 

@@ -90,12 +90,16 @@ class Tsung(ToolAdapter):
     timing_resolution_ms = 0.001  # ms with 3 decimals in its JSON statistics
 
     rate_model = 'supports an open model (arrival phases, each arrival a new user session); not wired in this harness yet'
+    keepalive_off = True   # run.sh --close: <http_header name="Connection" value="close"/>; Tsung reconnects
+    tls = True             # run.sh --ssl: <server type="ssl"/> (Erlang's ssl client, no verification set)
 
     def command(self, spec: RunSpec) -> list[str]:
         url = urlsplit(spec.url)
         path = (url.path or "/") + (f"?{url.query}" if url.query else "")
-        return [str(self.folder / "run.sh"), str(spec.out_dir), url.hostname or "", str(url.port or 80), path,
-                str(spec.vus), str(spec.duration_s)]
+        port = url.port or (443 if spec.tls else 80)
+        options = [*([] if spec.keepalive else ["--close"]), *(["--ssl"] if spec.tls else [])]
+        return [str(self.folder / "run.sh"), str(spec.out_dir), url.hostname or "", str(port), path,
+                str(spec.vus), str(spec.duration_s), *options]
 
     def parse(self, output: ToolOutput) -> Metrics:
         dumps = read_dumps(stats_file(output.spec.out_dir))

@@ -1,10 +1,21 @@
 #!/usr/bin/env bash
-# Runs one Tsung benchmark: run.sh OUT_DIR HOST PORT PATH VUS DURATION_S
+# Runs one Tsung benchmark: run.sh OUT_DIR HOST PORT PATH VUS DURATION_S [--close] [--ssl]
 # Compiles lth_tsung.erl and fills tsung.xml.in into OUT_DIR, runs `tsung -n` (no web UI) with its
 # log dir in OUT_DIR, then stops the epmd daemon that Erlang started for Tsung's node (only when
 # none was running before: never one that other Erlang programs use).
+# --close: every request sends `Connection: close` (keep-alive off: Tsung reconnects for the next
+# request when the server closes); --ssl: the server is type="ssl" (TLS, certificate not verified).
 set -uo pipefail
 OUT=$1 HOST=$2 PORT=$3 URLPATH=$4 VUS=$5 DURATION=$6
+shift 6
+HEADERS="" TYPE=tcp
+for option in "$@"; do
+  case "$option" in
+    --close) HEADERS='<http_header name="Connection" value="close"/>' ;;
+    --ssl) TYPE=ssl ;;
+    *) echo "run.sh: unknown option $option" >&2; exit 2 ;;
+  esac
+done
 HERE="$(cd "$(dirname "$0")" && pwd)"
 USERS_FILE="$OUT/lth-users.txt"
 # All VUS users arrive within ~1% of the duration (Poisson arrivals at VUS*100/DURATION per s).
@@ -18,7 +29,7 @@ erlc -o "$OUT/ebin" "$HERE/lth_tsung.erl" || exit 1
 sed -e "s|@HOST@|$HOST|g" -e "s|@PORT@|$PORT|g" -e "s|@PATH@|$URLPATH|g" -e "s|@VUS@|$VUS|g" \
     -e "s|@DURATION_MS@|$(( DURATION * 1000 ))|g" -e "s|@MAXDURATION@|$MAXDURATION|g" \
     -e "s|@USERS_FILE@|$USERS_FILE|g" -e "s|@RATE@|$RATE|g" -e "s|@MAXUSERS@|$MAXUSERS|g" \
-    "$HERE/tsung.xml.in" > "$OUT/tsung.xml"
+    -e "s|@TYPE@|$TYPE|g" -e "s|@HEADERS@|$HEADERS|g" "$HERE/tsung.xml.in" > "$OUT/tsung.xml"
 epmd_before=no
 epmd -names >/dev/null 2>&1 && epmd_before=yes
 # HOME in OUT_DIR: tsung creates ~/.tsung even with -l. -w 0: no warm-up delay before the users

@@ -21,10 +21,11 @@ RESULTS, REPORT, REQUESTS = "vegeta.bin", "vegeta-report.json", "vegeta-requests
 
 # $1 url, $2 VUs, $3 duration (s), $4 output folder, $5 rate (0: closed model, else requests/s). The binary results file takes ~300 bytes per
 # request (it keeps every response's headers): it is reduced to the CSV (~10 bytes per request
-# gzipped) and removed. Written to disk during the attack, processed only after it.
-def script(binary: str) -> str:
+# gzipped) and removed. Written to disk during the attack, processed only after it. ``options``: extra
+# attack flags, each followed by a space.
+def script(binary: str, options: str = "") -> str:
     return f"""set -e
-printf 'GET %s\\n' "$1" | {binary} attack -rate="$5" -workers="$2" -max-workers="$2" -max-connections="$2" \\
+printf 'GET %s\\n' "$1" | {binary} attack {options}-rate="$5" -workers="$2" -max-workers="$2" -max-connections="$2" \\
   -duration="$3s" -timeout=10s -max-body=0 -output "$4/{RESULTS}"
 {binary} report -type=json -output "$4/{REPORT}" "$4/{RESULTS}"
 {binary} encode -to csv "$4/{RESULTS}" | cut -d, -f1-3 | gzip -1 > "$4/{REQUESTS}"
@@ -42,10 +43,18 @@ class Vegeta(ToolAdapter):
     open_model = True
     rate_model = ("-rate=<rate>/s with -workers = -max-workers = -max-connections = VUs; a tick waits for a free "
                   "worker and latency counts from the actual send")
+    keepalive_off = True   # -keepalive=false (net/http DisableKeepAlives)
+    # -insecure: no certificate check; -http2=false keeps HTTP/1.1 even if the server offers h2 (ALPN).
+    tls = True
+
+    @staticmethod
+    def attack_options(spec: RunSpec) -> str:
+        flags = ([] if spec.keepalive else ["-keepalive=false"]) + (["-insecure", "-http2=false"] if spec.tls else [])
+        return "".join(f"{flag} " for flag in flags)
 
     def command(self, spec: RunSpec) -> list[str]:
-        return ["sh", "-c", script(self.binary), "vegeta", spec.url, str(spec.vus), str(spec.duration_s), str(spec.out_dir),
-                str(spec.rate_rps or 0)]
+        return ["sh", "-c", script(self.binary, self.attack_options(spec)), "vegeta", spec.url, str(spec.vus),
+                str(spec.duration_s), str(spec.out_dir), str(spec.rate_rps or 0)]
 
     def parse(self, output: ToolOutput) -> Metrics:
         path = output.file(REQUESTS)

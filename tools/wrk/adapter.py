@@ -85,11 +85,16 @@ class Wrk(ToolAdapter):
     # connection), so a closed-loop wrk still shows a stall in its percentiles.
     rate_model = ("closed model only: wrk has no rate option (wrk2's -R adds one; wrk2 is not in this lineup); "
                   "wrk back-fills its histogram for coordinated omission after the run (stats_correct)")
+    # wrk has no keep-alive option, but reconnects when a response does not keep the connection alive
+    # (wrk.c response_complete: http_should_keep_alive -> reconnect_socket): `Connection: close` does it.
+    keepalive_off = True
+    tls = True   # wrk (built with OpenSSL) does not verify the server's certificate
 
     def command(self, spec: RunSpec) -> list[str]:
         threads = max(1, min(spec.vus, spec.cpus))
+        close = [] if spec.keepalive else ["-H", "Connection: close"]
         return [
-            self.binary, f"-t{threads}", f"-c{spec.vus}", f"-d{spec.duration_s}s", "--timeout", "10s",
+            self.binary, f"-t{threads}", f"-c{spec.vus}", f"-d{spec.duration_s}s", "--timeout", "10s", *close,
             "-s", str(self.folder / "report.lua"), spec.url,
         ]
 

@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from conftest import FIXTURES, captured_run, cases, command_spec, with_stdout
+from conftest import FIXTURES, TLS_URL, captured_run, cases, command_spec, with_stdout
 from harness.adapter import ParseError
 from harness.registry import discover
 
@@ -16,6 +16,14 @@ def test_command_is_wrapped_in_timeout_that_keeps_httperfs_exit_status(tmp_path)
     argv = ADAPTER.command(command_spec(tmp_path, vus=20, duration_s=5))
     assert argv[:5] == ["timeout", "--preserve-status", "-s", "INT", "5"]
     assert argv[argv.index("--num-conns") + 1] == "20" and argv[argv.index("--server") + 1] == "198.18.0.2"
+
+
+def test_tls_adds_ssl_and_keepalive_off_says_why_not(tmp_path):
+    plain = ADAPTER.command(command_spec(tmp_path))
+    argv = ADAPTER.command(command_spec(tmp_path, url=TLS_URL))
+    assert "--ssl" not in plain and argv[argv.index("--port") + 1] == "443"
+    assert argv[argv.index("--uri") + 2] == "--ssl"
+    assert ADAPTER.tls is True and "--num-calls 1" in ADAPTER.keepalive_off
 
 
 @pytest.mark.parametrize("case", cases("httperf"))

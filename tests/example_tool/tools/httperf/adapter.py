@@ -23,11 +23,17 @@ class Httperf(ToolAdapter):
     timing_resolution_ms = 0.1          # it prints reply times with one decimal
     reports_percentiles = False         # mean reply time only
     sampled_process = "httperf"         # not `timeout`
+    # Issue 23: each declared after a real run (tools/README.md, "Keep-alive off and TLS").
+    keepalive_off = ("httperf 0.9.0 opens connections at a fixed --rate up to --num-conns: with --num-calls 1 "
+                     "it becomes an open-loop connection-rate test, not VUs users each reconnecting")
+    tls = True                          # --ssl; httperf does not verify the server's certificate
 
     def command(self, spec: RunSpec) -> list[str]:
         url = urlsplit(spec.url)
+        port = url.port or (443 if spec.tls else 80)
         return ["timeout", "--preserve-status", "-s", "INT", str(spec.duration_s),
-                self.binary, "--hog", "--server", url.hostname, "--port", str(url.port or 80), "--uri", url.path,
+                self.binary, "--hog", "--server", url.hostname, "--port", str(port), "--uri", url.path,
+                *(["--ssl"] if spec.tls else []),
                 "--num-conns", str(spec.vus), "--num-calls", "1000000000", "--rate", str(max(100, 10 * spec.vus))]
 
     def parse(self, output: ToolOutput) -> Metrics:

@@ -10,30 +10,42 @@ import java.time.Duration;
 
 /**
  * lth: -Dlth.vus users injected at once, each looping one GET of -Dlth.url for -Dlth.duration
- * seconds over its own keep-alive connection.
+ * seconds over its own keep-alive connection; with -Dlth.keepalive=false every request says
+ * "Connection: close", so each one goes over a new connection.
  */
 public class LthSimulation extends Simulation {
 
   private static final URI TARGET = URI.create(System.getProperty("lth.url", "http://127.0.0.1:80/"));
   private static final int VUS = Integer.getInteger("lth.vus", 20);
   private static final int DURATION_S = Integer.getInteger("lth.duration", 10);
+  private static final boolean KEEPALIVE = !"false".equals(System.getProperty("lth.keepalive", "true"));
+  // Printed when keep-alive is off: the adapter checks it (an install older than this source would
+  // ignore -Dlth.keepalive and keep the connections open).
+  static final String CLOSE_MARK = "LTH_CONNECTION_CLOSE";
 
   private static String path() {
     String path = TARGET.getRawPath().isEmpty() ? "/" : TARGET.getRawPath();
     return TARGET.getRawQuery() == null ? path : path + "?" + TARGET.getRawQuery();
   }
 
-  private final HttpProtocolBuilder protocol =
-      http.baseUrl(TARGET.getScheme() + "://" + TARGET.getRawAuthority())
-          // no request to gatling.io before the run
-          .disableWarmUp()
-          // every request goes to the server (no If-None-Match/If-Modified-Since, no 304s)
-          .disableCaching();
+  private static HttpProtocolBuilder protocol() {
+    HttpProtocolBuilder protocol =
+        http.baseUrl(TARGET.getScheme() + "://" + TARGET.getRawAuthority())
+            // no request to gatling.io before the run
+            .disableWarmUp()
+            // every request goes to the server (no If-None-Match/If-Modified-Since, no 304s)
+            .disableCaching();
+    if (KEEPALIVE) {
+      return protocol;
+    }
+    System.out.println(CLOSE_MARK);
+    return protocol.connectionHeader("close");
+  }
 
   private final ScenarioBuilder scenario =
       scenario("lth").during(Duration.ofSeconds(DURATION_S)).on(exec(http("GET").get(path())));
 
   {
-    setUp(scenario.injectOpen(atOnceUsers(VUS))).protocols(protocol);
+    setUp(scenario.injectOpen(atOnceUsers(VUS))).protocols(protocol());
   }
 }
