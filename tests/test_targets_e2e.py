@@ -97,7 +97,7 @@ def test_make_bench_all_targets_as_typed_on_the_host(bench_quick):
     assert set(rows) - set(ok) == {("ka-off-vu20-rtt0.1", "h2load")}, [r["error"] for r in rows.values()]
     for (scenario, tool), row in ok.items():
         if scenario != "ka-off-vu20-rtt0.1":
-            assert float(row["wire_requests_per_connection"]) > 5, row           # keep-alive on: reused
+            assert float(row["wire_requests_per_connection"]) > 2, row           # keep-alive on: reused
         assert row["target_stack"] and row["target_version"], row
     for proxy in ("haproxy", "caddy"):
         row = ok[(f"{proxy}-vu16", "wrk")]

@@ -131,7 +131,8 @@ def _part(record: RunRecord, part: PartRecord, adapter: ToolAdapter,
     folder = run_dir / part.folder
     execution = load_execution(folder)
     spec = RunSpec(url=part.url, vus=part.vus, duration_s=record.scenario["duration_s"], out_dir=folder,
-                   cpus=part.cpus, rate_rps=part.rate_rps, per_request=part.per_request)
+                   cpus=part.cpus, rate_rps=part.rate_rps, per_request=part.per_request,
+                   keepalive=record.scenario.get("keepalive", True))
     output = ToolOutput(spec, execution.stdout, execution.stderr, execution.exit_code or 0, execution.launched_at)
     meta.update(_figures(row, adapter, output, execution, record.grace_s))
     if row.status == "failed":
