@@ -2,6 +2,7 @@
 # Overrides:    TOOLS=wrk,ab  SCENARIOS=scenarios/shootout.yaml:vu20-rtt0.1  RUNTIME=docker|host  DURATION=5
 #               SHAPER=auto|netem|toxiproxy  RESUME=results/<folder> [FORCE=1]  RESULTS_ROOT=results
 #               CAPTURE=1 (tcpdump: wire latency next to each tool's)
+#               SCENARIOS=scenarios/targets.yaml (keep-alive off, HTTPS, proxies, a slow backend: targets/README.md)
 #               CPUS_TARGET=0  CPUS_TOOL=1  ISOLATION=0 (target and tool share every CPU)
 #               TARGET_HOST=ssh://root@host|CONTEXT (Nginx on another machine; README: Two machines)
 #               GENERATOR_HOST=ssh://root@a|CONTEXT[,...] (the tools there, with TARGET_HOST; several: merged)
