@@ -10,7 +10,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness import targets
+from harness import capabilities, targets
 from harness.errors import HarnessError
 from harness.results import ResultsFolder
 from harness.ssh import parse_ssh_url
@@ -101,6 +101,17 @@ def _target_problems(plan: "Plan", runtime: "Runtime") -> list[str]:
     return found
 
 
+def _nothing_supported(plan: "Plan") -> str | None:
+    """Every run asks a tool for keep-alive off or TLS it cannot do: bad input, said before anything runs
+    (mixed with runs that can go ahead, such runs become `unsupported` rows)."""
+    reasons = [(tool.name, capabilities.unsupported_reason(s, tool)) for s in plan.scenarios for tool in plan.tools
+               if not s.keepalive or s.tls]
+    if not reasons or len(reasons) < len(plan.scenarios) * len(plan.tools) or not all(r for _, r in reasons):
+        return None
+    tool, reason = reasons[0]
+    return f"nothing to run: {tool}: {reason}; pick tools that can (make list-tools shows keep-alive off and TLS)"
+
+
 def check(plan: "Plan", runtime: "Runtime") -> None:
     max_vus = max(s.vus for s in plan.scenarios)
     if plan.resume is not None and (problem := _resumable(plan)):
@@ -111,6 +122,8 @@ def check(plan: "Plan", runtime: "Runtime") -> None:
         problems += [p for p in (_disk(root),) if p]
     if os.geteuid() != 0 and plan.runtime == "docker":
         problems.append("the Docker runtime enters container namespaces (nsenter) and needs root: run as root")
+    if problem := _nothing_supported(plan):
+        raise HarnessError(problem)
     problems += runtime.problems(plan.tools) + _target_problems(plan, runtime)
     if len(problems) == 1:
         raise HarnessError(problems[0])

@@ -1,11 +1,13 @@
 """Targets as adapters (issue 23): discovery, staging, the scenario fields, the capability check and the
 pre-flight's one-line refusals. The real stacks run in tests/test_targets_e2e.py."""
 import re
+import subprocess
+import sys
 from types import SimpleNamespace
 
 import pytest
 
-from harness import capabilities, preflight, targets
+from harness import capabilities, preflight, registry, targets
 from harness.adapter import RunSpec
 from harness.errors import HarnessError
 from harness.scenarios import Scenario, load_file
@@ -124,3 +126,20 @@ def test_the_preflight_names_a_missing_certificate_tool_and_server(monkeypatch, 
     assert "target haproxy needs `haproxy` (Debian: haproxy): run `make deps`" in problems
     plan.runtime = "docker"                  # the images carry the servers; the certificate is made here
     assert preflight._target_problems(plan, runtime) == [problems[0]]
+
+
+def test_a_selection_where_no_tool_can_do_what_is_asked_is_refused_in_one_line(tmp_path):
+    h2load, wrk = registry.select("h2load,wrk")
+    asked = SimpleNamespace(scenarios=[scenario(keepalive=False)], tools=[h2load])
+    message = preflight._nothing_supported(asked)
+    assert message.startswith("nothing to run: h2load: keep-alive off not supported: h2load ") and "\n" not in message
+    assert preflight._nothing_supported(SimpleNamespace(scenarios=[scenario(keepalive=False)], tools=[h2load, wrk])) is None
+    assert preflight._nothing_supported(SimpleNamespace(scenarios=[scenario()], tools=[h2load])) is None
+
+
+def test_asking_only_for_what_the_tool_cannot_do_exits_2_before_anything(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "harness", "run", "--runtime", "host", "--tools", "h2load",
+                             "--scenarios", "scenarios/targets.yaml:ka-off-vu20-rtt0.1", "--results", str(tmp_path)],
+                            cwd=targets.TARGETS_DIR.parent, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and result.stderr.startswith("error: nothing to run: h2load: keep-alive off")
+    assert len(result.stderr.splitlines()) == 1 and list(tmp_path.iterdir()) == []
