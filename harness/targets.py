@@ -196,8 +196,10 @@ def _file_server_extras(files: Path, setup: Setup, certificate: Certificate | No
                                "libnginx-mod-http-echo): run `make deps`")
         (files / "lth-main.conf").write_text(f"load_module {ECHO_MODULE};\n")
         (files / "lth-http.conf").write_text(_delay_map(*setup.delay_ms))
-        server += ["location = /style.css { echo_sleep $lth_delay_s; echo_location /lth-file/style.css; }",
-                   f"location /lth-file/ {{ internal; alias {files}/html/; }}",
+        # echo_exec to the static file keeps its Content-Length (an HTTP/1.0 keep-alive client such as ab
+        # needs it; echo_location's subrequest output is chunked) and counts one request at stub_status.
+        server += ["location = /style.css { echo_sleep $lth_delay_s; echo_exec @lth_file; }",
+                   f"location @lth_file {{ try_files /{TARGET_FILE} =404; }}",
                    f"location {UNDELAYED}/ {{ alias {files}/html/; }}"]   # the RTT probe's path
     if server:
         (files / "lth-server.conf").write_text("\n".join(server) + "\n")
