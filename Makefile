@@ -44,7 +44,7 @@ deps:
 # The report is written even when some runs failed (exit status 1) or the run was interrupted (130);
 # not when nothing ran (2: bad input or another benchmark running, said in one line). The exit status
 # is the harness's either way.
-REPORT_AFTER = status=$$?; [ $$status -eq 2 ] || $(PY) -m analysis.report $(RESULTS_ROOT)/latest; exit $$status
+REPORT_AFTER = status=$$?; [ $$status -eq 2 ] || $(PY) -m analysis.report $(or $(RESUME),$(RESULTS_ROOT)/latest); exit $$status
 
 bench-all: deps
 	$(PY) -m harness run $(RUN_ARGS); $(REPORT_AFTER)

@@ -162,6 +162,8 @@ def _held(now: pd.Series, connections: float | None, vus: float, expected: float
         return "not counted (no connection count)"
     if connections < HOLD_FRACTION * vus:
         return f"opened only {connections:,.0f} of {vus:,.0f} connections"
+    if connections > vus / HOLD_FRACTION:
+        return f"reconnected: {connections:,.0f} connections for {vus:,.0f} VUs"
     if now["rps"] < 0.9 * expected:
         return f"held {vus:,.0f} connections, but at {now['rps'] / expected:.0%} of the rate they allow"
     return f"held {vus:,.0f} connections"

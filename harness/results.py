@@ -223,6 +223,17 @@ class ResultsFolder:
         path.mkdir(parents=True, exist_ok=True)
         return path
 
+    def fresh_run_dir(self, scenario: str, tool: str, repeat: int = 1) -> Path:
+        """The run's folder, emptied of an earlier attempt's files (a failed run redone on resume, or
+        --force): a tool appending to its log must not find the old one there. Repeat 1's folder keeps
+        the other repetitions' folders, which live inside it."""
+        path = self.run_dir(scenario, tool, repeat)
+        for entry in path.iterdir():
+            if repeat == 1 and entry.is_dir() and entry.name.startswith("repeat-"):
+                continue
+            shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+        return path
+
     def append(self, row: RunRow) -> None:
         """Append one row and fsync, so a crash never loses or corrupts rows already written."""
         new = not self.runs_csv.exists()

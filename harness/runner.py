@@ -86,7 +86,7 @@ def _raise_on_sigterm(*_: object) -> None:
 def _record(runtime: Runtime, adapter: ToolAdapter, scenario: Scenario, folder: ResultsFolder,
             repeat: int, shaper: str = "none") -> tuple[Path, RunRecord]:
     """The run's folder and its record, before anything has run."""
-    run_dir = folder.run_dir(scenario.id, adapter.name, repeat)
+    run_dir = folder.fresh_run_dir(scenario.id, adapter.name, repeat)
     cpus_target, cpus_tool = runtime.cpu_columns()
     return run_dir, RunRecord(tool=adapter.name, runtime=runtime.name, scenario=scenario.model_dump(), repeat=repeat,
                               started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),

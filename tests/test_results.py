@@ -106,3 +106,16 @@ def test_an_old_folder_reads_a_column_it_lacks_as_not_measured():
     df = load_results(old)
     assert df["stall_ms"].isna().all() and pd.api.types.is_float_dtype(df["stall_ms"])
     assert df["requests"].notna().any()
+
+
+def test_a_redone_run_starts_in_an_empty_folder_and_keeps_the_other_repeats(tmp_path):
+    """A tool appending to its log (h2load --log-file) must not count an earlier attempt's requests."""
+    folder = ResultsFolder.create(tmp_path, "host")
+    first = folder.run_dir("s", "h2load")
+    (first / "h2load.log").write_text("an earlier attempt\n")
+    (first / "baseline-1vu").mkdir()
+    second = folder.run_dir("s", "h2load", 2)
+    (second / "stdout.txt").write_text("repeat 2\n")
+    assert folder.fresh_run_dir("s", "h2load") == first
+    assert sorted(p.name for p in first.iterdir()) == ["repeat-2"] and (second / "stdout.txt").is_file()
+    assert list(folder.fresh_run_dir("s", "h2load", 2).iterdir()) == []
