@@ -6,6 +6,7 @@ import http.client
 import ipaddress
 import re
 import shutil
+import socket
 import ssl
 import time
 from dataclasses import dataclass
@@ -98,6 +99,7 @@ class Target:
         while True:
             try:
                 self.requests_served()
+                socket.create_connection((self.host, self.port), timeout=5.0).close()   # a proxy in front, too
                 return
             except OSError as exc:
                 if time.monotonic() > deadline:
