@@ -339,7 +339,9 @@ class Bench:
 def opened(plan: Plan, runtime: Runtime | None = None) -> Iterator[Bench]:
     """Pre-flight, the single-instance lock, SIGTERM as an interrupt, the tools prepared, the shaper
     chosen, the results folder opened (or resumed) and the runtime entered, for as long as the suite runs."""
-    runtime = runtime or make_runtime(plan.runtime, plan.results_root, plan.target_host, plan.generator_hosts)
+    # The folder the tools write into, mounted into containers: a resumed one may live outside results_root.
+    root = plan.resume.parent if plan.resume is not None else plan.results_root
+    runtime = runtime or make_runtime(plan.runtime, root, plan.target_host, plan.generator_hosts)
     runtime.split = plan.split
     runtime.target_ids = frozenset(s.target for s in plan.scenarios)
     preflight.check(plan, runtime)
