@@ -37,7 +37,6 @@ class TargetAdapter:
     description: str
     role: str                        # "server": serves the file itself; "proxy": in front of the file server
     packages: tuple[str, ...]        # Debian packages: `make deps` installs them, the Dockerfile too
-    process: str                     # the process name top samples
     version_command: tuple[str, ...]
     config: str | None = None        # a proxy's configuration file, rendered from <config>.j2
     command: tuple[str, ...] = ()    # a proxy's argv; {prefix} and {config} are filled in
@@ -57,7 +56,7 @@ def _load(folder: Path) -> TargetAdapter:
     try:
         adapter = TargetAdapter(id=folder.name, folder=folder, description=manifest["description"],
                                 role=manifest["role"], packages=tuple(manifest["packages"]),
-                                process=manifest["process"], version_command=tuple(manifest["version_command"]),
+                                version_command=tuple(manifest["version_command"]),
                                 config=manifest.get("config"), command=tuple(manifest.get("command", ())))
     except KeyError as exc:
         raise HarnessError(f"{folder}/target.toml: missing key {exc} (see targets/README.md)") from None

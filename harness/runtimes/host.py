@@ -137,10 +137,16 @@ class HostStack:
         self.check_running()
 
     def check_running(self) -> None:
-        for role, proc in self.procs.items():
+        for process in self.stack.processes:
+            proc = self.procs[process.role]
             if proc.poll() is not None:
-                raise HarnessError(f"host runtime: the target's {role} ({self.stack.processes[0].argv[0] if role == 'upstream' else role}) "
-                                   f"exited with {proc.returncode}; see {role}.log in the run's folder")
+                raise HarnessError(f"host runtime: the target's {process.role} ({process.argv[0]}) exited with "
+                                   f"{proc.returncode}: {self._log_tail(process.role)}")
+
+    def _log_tail(self, role: str) -> str:
+        self.logs[role].flush()
+        lines = Path(self.logs[role].name).read_text(errors="replace").strip().splitlines()
+        return lines[-1] if lines else "no output"
 
     def pids(self, role: str | None = None) -> set[int]:
         return {pid for name, proc in self.procs.items() if role in (None, name) for pid in process_tree(proc.pid)}
