@@ -88,7 +88,7 @@ def remove_namespace() -> None:
 
 
 class HostSession(Session):
-    def __init__(self, target: Target, split: CpuSplit, stack: "HostStack"):
+    def __init__(self, target: Target, split: CpuSplit, stack: "HostStack | None"):
         self.target, self.split, self._stack = target, split, stack
         self.cpus = len(split.tool_cpus)
         self.generator_netns = []
@@ -102,10 +102,10 @@ class HostSession(Session):
                                 preexec_fn=lambda: self.split.pin("tool"))
 
     def target_pids(self) -> set[int]:
-        return self._stack.pids()   # `ip netns exec` execs each server: masters and workers
+        return self._stack.pids() if self._stack else set()   # `ip netns exec` execs each server: masters, workers
 
     def proxy_pids(self) -> set[int]:
-        return self._stack.pids("proxy")
+        return self._stack.pids("proxy") if self._stack else set()
 
     def pids(self, proc: subprocess.Popen) -> PidSource:
         return lambda: process_tree(proc.pid)
@@ -114,7 +114,8 @@ class HostSession(Session):
         return host_version(adapter)
 
     def save_logs(self, run_dir: Path) -> None:
-        self._stack.save_logs(run_dir)
+        if self._stack:
+            self._stack.save_logs(run_dir)
 
 
 class HostStack:

@@ -126,7 +126,7 @@ class RemoteTargetSession(HostSession):
     proxy_beside_target = False
 
     def __init__(self, target: Target, split: CpuSplit, nginx: RemoteNginx, device: str, target_cores: int | None):
-        super().__init__(target, split, nginx_pid=0)
+        super().__init__(target, split, stack=None)   # Nginx is on the other host
         self.target_cores = target_cores
         self.remote_freeze = nginx.freeze
         # Nothing runs in a namespace here: shaping is a proxy beside the tool, the stall is sent over ssh.
