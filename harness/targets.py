@@ -143,6 +143,10 @@ class Stack:
     processes: list[Process]
     target: Target
 
+    @property
+    def has_proxy(self) -> bool:
+        return len(self.processes) > 1
+
 
 def stage(setup: Setup, folder: Path, load_host: str, upstream_host: str, certificate: Certificate | None) -> Stack:
     """Write every configuration of ``setup`` under ``folder``: the file server in ``files/``, a proxy in
@@ -214,7 +218,7 @@ def _delay_map(low_ms: float, high_ms: float) -> str:
     return "map $request_id $lth_delay_s {\n" + "\n".join(lines) + f"\n    default {low_ms / 1000:.3f};\n}}\n"
 
 
-def version_of(adapter: TargetAdapter, output: str) -> str:
+def version_of(output: str) -> str:
     """The version in a server's version output (nginx -v, haproxy -v, caddy version)."""
     match = re.search(r"\d+\.\d+(\.\d+)?", output)
     return match.group(0) if match else "unknown"
@@ -223,7 +227,7 @@ def version_of(adapter: TargetAdapter, output: str) -> str:
 def stack_facts(stack: Stack, cpus: dict[str, tuple[int, ...]], versions: dict[str, str]) -> dict:
     """What the rows say about the target: target_stack (what runs on which CPUs) and target_version.
     ``versions``: {target id: version} of the servers in the stack."""
-    proxy = get(stack.setup.target) if len(stack.processes) > 1 else None
+    proxy = get(stack.setup.target) if stack.has_proxy else None
     upstream = f"{FILE_SERVER} {versions.get(FILE_SERVER, '?')} on CPUs {format_cpus(cpus['upstream'])}"
     if proxy is None:
         described = upstream

@@ -198,7 +198,7 @@ class DockerRuntime(Runtime):
 
     def _compose(self, tool: str | None, *args: str, timeout: float = 600,
                  build: DockerBuild | None = None, target: TargetAdapter | None = None) -> subprocess.CompletedProcess:
-        files = [COMPOSE_FILE, *([UPSTREAM_FILE] if self._stack and len(self._stack.processes) > 1 else [])]
+        files = [COMPOSE_FILE, *([UPSTREAM_FILE] if self._stack and self._stack.has_proxy else [])]
         argv = [*self._compose_cmd, "-p", PROJECT, *(a for f in files for a in ("-f", str(f))), *args]
         return run(argv, check=False, timeout=timeout, env=self._env(tool, build, target))
 
@@ -267,9 +267,9 @@ class DockerRuntime(Runtime):
     def target_facts(self) -> dict:
         if not self._facts and self._stack is not None:
             servers = {targets.get(self._stack.setup.target), targets.get(targets.FILE_SERVER)}
-            versions = {s.id: targets.version_of(s, self._image_output(s.image, list(s.version_command)))
+            versions = {s.id: targets.version_of(self._image_output(s.image, list(s.version_command)))
                         for s in servers}
-            cpus = self.split.stack_cpus(proxy=len(self._stack.processes) > 1)
+            cpus = self.split.stack_cpus(proxy=self._stack.has_proxy)
             self._facts = targets.stack_facts(self._stack, cpus, versions)
         return self._facts
 
@@ -293,7 +293,7 @@ class DockerRuntime(Runtime):
             up = self._compose(tool, "up", "-d", "--no-build")
             if up.returncode != 0:
                 raise HarnessError(f"docker runtime: compose up failed: {up.stderr.strip().splitlines()[-1:]}")
-            upstream = self._container_id(tool, "upstream") if len(self._stack.processes) > 1 else ""
+            upstream = self._container_id(tool, "upstream") if self._stack.has_proxy else ""
             session = DockerSession(self._container_id(tool, "generator"), self._container_id(tool, "target"),
                                     self.split, self._stack.target, upstream)
             session.target.wait_ready()

@@ -123,7 +123,7 @@ class HostStack:
 
     def __init__(self, stack: Stack, split: CpuSplit, folder: Path):
         self.stack, self.folder = stack, folder
-        self.cpus = split.stack_cpus(proxy=len(stack.processes) > 1)
+        self.cpus = split.stack_cpus(proxy=stack.has_proxy)
         self.procs: dict[str, subprocess.Popen] = {}
         self.logs: dict[str, IO] = {}
 
@@ -241,7 +241,7 @@ class HostRuntime(Runtime):
         if self._stack is None:
             return {}
         servers = {get(self._stack.stack.setup.target), get(FILE_SERVER)}
-        versions = {server.id: version_of(server, _output(list(server.version_command))) for server in servers}
+        versions = {server.id: version_of(_output(list(server.version_command))) for server in servers}
         return stack_facts(self._stack.stack, self._stack.cpus, versions)
 
     @contextmanager
