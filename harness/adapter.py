@@ -7,6 +7,7 @@ starts processes itself: the runtime does, identically for every tool.
 from __future__ import annotations
 
 import re
+import shutil
 import tomllib
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field, fields
@@ -204,6 +205,12 @@ class ToolAdapter(ABC):
         """Command printing the tool's version; run where the tool runs (host or container). A class
         attribute overrides it for a tool whose version comes otherwise."""
         return [self.binary, *self.version_args]
+
+    def installed_here(self) -> bool:
+        """install.sh has run on this machine: the version command's program is found and, for a tool
+        installed as a folder, the folder exists (Grinder's program is java, which may be here without it)."""
+        home = self.manifest.get("home")
+        return shutil.which(self.version_command[0]) is not None and (home is None or Path(home).is_dir())
 
     def parse_version(self, text: str) -> str:
         match = re.search(r"\d+\.\d+(\.\d+)?", text)

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
 from pathlib import Path
 
@@ -231,7 +230,7 @@ def _list_tools(_: argparse.Namespace) -> int:
         if adapter.unavailable:
             print(f"{adapter.name:13} {adapter.folder.name:10} NOT WORKING: {adapter.unavailable}")
             continue
-        host = host_version(adapter) if shutil.which(adapter.version_command[0]) else "not installed"
+        host = host_version(adapter) if adapter.installed_here() else "not installed"
         image = ("built" if image_exists(tool_image(adapter)) else "not built") if docker_up else "no daemon"
         rate = "open" if adapter.open_model else "closed"    # can it pace a rate scenario (openmodel.py)
         print(f"{adapter.name:13} {adapter.folder.name:10} {host:18} {image:14} {rate:6} {adapter.concurrency_model}"

@@ -75,3 +75,15 @@ def test_an_extra_folder_named_like_a_package_is_not_mistaken_for_it(tmp_path, m
     adapters = discover()
     assert "impostor" not in adapters and "wrk" in adapters
     assert f"warning: skipping {folder / 'wrk' / 'adapter.py'}: ImportError" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("home, installed", [(None, True), ("missing", False), ("present", True)])
+def test_installed_here_needs_the_program_and_the_install_folder(extra_tools, tmp_path, home, installed):
+    """Grinder's program is java: java alone on the machine is not Grinder installed (list-tools and the
+    host pre-flight said so wrongly)."""
+    add_tool(extra_tools, "java-like", ADAPTER.format(name="java-like"))
+    if home == "present":
+        (tmp_path / home).mkdir()
+    if home:
+        (extra_tools / "java-like" / "tool.toml").write_text(f'binary = "true"\nhome = "{tmp_path / home}"\n')
+    assert discover()["java-like"].installed_here() is installed

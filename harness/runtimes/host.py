@@ -50,7 +50,7 @@ def local_problems(adapters: list[ToolAdapter], commands: tuple[str, ...]) -> li
     """System commands and the selected tools missing on this machine."""
     found = [f"'{command}' is not installed: run `make deps` (iproute2, nginx, procps)"
              for command in commands if shutil.which(command) is None]
-    missing = [a.name for a in adapters if not a.unavailable and shutil.which(a.version_command[0]) is None]
+    missing = [a.name for a in adapters if not a.unavailable and not a.installed_here()]
     if missing:
         found.append(f"not installed on the host: {', '.join(missing)}: run `make deps RUNTIME=host TOOLS={','.join(missing)}`")
     return found
