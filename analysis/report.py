@@ -22,6 +22,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from harness import REPO_ROOT
 from analysis.charts import CHARTS, OK, run_status, runtime_ratios, short_side, spread, with_limits
 from analysis.load import NUMERIC, environment, load_results, scenario_order
+from analysis.numbers import number
 from analysis import capacity, scorecard, targets
 from analysis.uncertainty import CV_LIMIT, NOT_MEASURABLE as FLAGGED, Estimate, rank
 from analysis.stall import EXPLANATION as STALL_EXPLANATION, stall_table, write_stall_chart
@@ -100,19 +101,13 @@ def _cell(stats: pd.DataFrame, key: tuple) -> str:
     median, low, high, status = stats.loc[key, ["median", "low", "high", "status"]]
     if pd.isna(median):
         return status if status.startswith(FLAGGED) else ""
-    return _number(median) if pd.isna(low) else f"{_number(median)} ({_number(low)}–{_number(high)})"
+    return number(median) if pd.isna(low) else f"{number(median)} ({number(low)}–{number(high)})"
 
 
 def _below_resolution(runs: pd.DataFrame, metric: str) -> str:
     """"< 1 ms" / "~1 ms" where the tool's clock could not resolve the figure (analysis.load)."""
     marks = runs[f"{metric}_below_res"].dropna() if f"{metric}_below_res" in runs else []
     return f"{marks.iloc[0]} ms" if len(marks) else ""
-
-
-def _number(value: float) -> str:
-    """Three significant digits below 1000, whole numbers with separators above (999.9 is "1,000", never "1e+03")."""
-    short = f"{value:.3g}"
-    return f"{value:,.0f}" if abs(value) >= 1000 or "e" in short else short
 
 
 def _ratio(value: float) -> str:
@@ -134,11 +129,11 @@ TEXT_CHARS = 60     # a longer text (notes, an error) is cut in the all-runs tab
 
 
 def runs_cell(column: str, value: str) -> str:
-    """A runs.csv cell as the all-runs table shows it: a number rounded as in the summary (_number), a long
+    """A runs.csv cell as the all-runs table shows it: a number rounded as in the summary (analysis.numbers), a long
     text cut; the page keeps the value as written in the cell's title."""
     if column in NUMERIC and value:
         try:
-            return _number(float(value))
+            return number(float(value))
         except ValueError:
             return value
     return value if len(value) <= TEXT_CHARS else value[:TEXT_CHARS - 1] + "…"

@@ -17,6 +17,7 @@ import pandas as pd
 
 from analysis.charts import OK
 from analysis.load import default_setup, scenario_order
+from analysis.numbers import number
 from analysis.stall import stall_rows, verdict as stall_verdict
 from analysis.uncertainty import CV_LIMIT, Estimate, estimate, rank
 
@@ -54,10 +55,6 @@ COLUMNS: dict[str, str] = {
 HEADERS = {"req_per_cpu_s": "req / CPU-s", "max_vus_ok": "ok up to VUs", "p50_error_ms": "p50 − wire ms",
            "p99_error_ms": "p99 − wire ms", "stall": "stall test", "mem_per_vu_kb": "KiB / VU",
            "rps_cv": "RPS CV", "open_model": "open model", "keepalive_off": "keep-alive off", "tls": "TLS"}
-
-
-def _number(value: float) -> str:
-    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
 
 
 def _closed(df: pd.DataFrame) -> pd.DataFrame:
@@ -98,12 +95,12 @@ def throughput_cells(df: pd.DataFrame) -> dict[str, Cell]:
         source = f"{scenario}: {_runs_source(group)}"
         facts = {"median": found.median, "n": found.n, "scenario": scenario, "rank": None, "tied": []}
         if found.low is None:
-            cells[label] = Cell(f"{_number(found.median)} ({found.n} run{'s' if found.n > 1 else ''}: not ranked)",
+            cells[label] = Cell(f"{number(found.median)} ({found.n} run{'s' if found.n > 1 else ''}: not ranked)",
                                 found.median, source, facts)
             continue
         position, tied = ranks[label]
         shared = "=" if any(ranks[t][0] == position for t in tied) else ""
-        cells[label] = Cell(f"{_number(found.median)} ({_number(found.low)}–{_number(found.high)}) rank {shared}{position}",
+        cells[label] = Cell(f"{number(found.median)} ({number(found.low)}–{number(found.high)}) rank {shared}{position}",
                             found.median, source, {**facts, "rank": position, "tied": tied})
     return cells
 
@@ -177,7 +174,7 @@ def mem_cells(df: pd.DataFrame, highest: dict[str, Cell]) -> dict[str, Cell]:
         found = estimate(list(at["mem_per_vu_kb"]))
         scenario = at["scenario"].iloc[0]
         if found.usable:
-            cells[label] = Cell(f"{_number(found.median)} ({scenario})", found.median,
+            cells[label] = Cell(f"{number(found.median)} ({scenario})", found.median,
                                 f"{scenario}: {_runs_source(at)}", {"kib": found.median})
         elif at["mem_baseline_mb"].notna().any() if "mem_baseline_mb" in at else False:
             cells[label] = Cell(f"not measurable: RSS not above the 1-VU baseline ({scenario})", None, _runs_source(at))
@@ -304,7 +301,7 @@ def sentence(label: str, row: dict) -> str:
     clauses = []
     speed = row["req_per_cpu_s"].facts
     if speed:
-        per_core = f"{_number(speed['median'])} requests per CPU-second"
+        per_core = f"{number(speed['median'])} requests per CPU-second"
         if speed["rank"] is None:
             clauses.append(f"{per_core} (not ranked: {speed['n']} run{'s' if speed['n'] > 1 else ''})")
         elif speed["rank"] == 1 and not speed["tied"]:
@@ -329,7 +326,7 @@ def sentence(label: str, row: dict) -> str:
         clauses.append(_stall_clause(stall))
     mem = row["mem_per_vu_kb"].facts
     if mem:
-        clauses.append(f"{_number(mem['kib'])} KiB per VU")
+        clauses.append(f"{number(mem['kib'])} KiB per VU")
     stable = row["rps_cv"].facts
     if stable:
         cv = stable["cv"]

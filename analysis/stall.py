@@ -14,6 +14,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import matplotlib.ticker  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from analysis.numbers import number  # noqa: E402
 
 EXPLANATION = (
     "The target (every Nginx process) was frozen with SIGSTOP for stall_ms, stall_at_s after the tool's launch, "
@@ -45,14 +46,6 @@ def verdict(row: pd.Series) -> str:
     return "hidden"
 
 
-def _number(value) -> str:
-    if isinstance(value, str):
-        return value
-    if value is None or pd.isna(value):
-        return ""
-    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
-
-
 def stall_table(df: pd.DataFrame) -> list[dict]:
     rows = stall_rows(df)
     if rows.empty:
@@ -64,7 +57,7 @@ def stall_table(df: pd.DataFrame) -> list[dict]:
         cells["model"] = (f"open, ≤ {row['vus']:,.0f} connections" if not pd.isna(row["rate_target_rps"])
                           else f"closed, {row['vus']:.0f} users")
         cells["verdict"] = verdict(row)
-        table.append({c: _number(v) for c, v in cells.items()})
+        table.append({c: number(v) for c, v in cells.items()})
     return table
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import pandas as pd
 
 from analysis.load import default_setup
+from analysis.numbers import number
 
 OK = "ok"
 KEYS = ["runtime", "tool", "vus", "rtt_target_ms"]
@@ -32,13 +33,6 @@ def _medians(rows: pd.DataFrame) -> pd.DataFrame:
                "proxy_cpu_pct", "wire_requests_per_connection", "server_connections", "server_requests", "errors",
                "wire_connections"]
     return ok.groupby(KEYS + ["scenario"], dropna=False)[[c for c in columns if c in ok]].median().reset_index()
-
-
-def _number(value: float | None, digits: int = 3) -> str:
-    if value is None or pd.isna(value):
-        return ""
-    short = f"{value:.{digits}g}"
-    return f"{value:,.0f}" if abs(value) >= 1000 or "e" in short else short
 
 
 def _change(new: float | None, old: float | None) -> str:
@@ -65,7 +59,7 @@ def cost_table(df: pd.DataFrame) -> list[dict]:
                 continue
             now, before = mine.iloc[0], base.iloc[0] if len(base) else None
             rows.append({**row, "result": "ok", "plain scenario": "" if before is None else before["scenario"],
-                         "RPS plain": _number(None if before is None else before["rps"]), "RPS": _number(now["rps"]),
+                         "RPS plain": number(None if before is None else before["rps"]), "RPS": number(now["rps"]),
                          "RPS change": _change(now["rps"], None if before is None else before["rps"]),
                          "tool CPU µs/req plain → now": _arrow(before, now, "tool_cpu_us"),
                          "target CPU µs/req plain → now": _arrow(before, now, "target_cpu_us"),
@@ -74,8 +68,8 @@ def cost_table(df: pd.DataFrame) -> list[dict]:
 
 
 def _arrow(before: pd.Series | None, now: pd.Series, column: str) -> str:
-    old = "" if before is None else _number(before.get(column))
-    return f"{old or '?'} → {_number(now.get(column)) or '?'}"
+    old = "" if before is None else number(before.get(column))
+    return f"{old or '?'} → {number(now.get(column)) or '?'}"
 
 
 def _per_connection(now: pd.Series) -> str:
@@ -121,12 +115,12 @@ def _proxy_row(runtime: str, tool: str, name: str, vus: float, now: pd.Series, b
     upstream = now["target_cpu_pct"] - (proxy or 0) if not pd.isna(now["target_cpu_pct"]) else None
     added = None if before is None else now["lat_p50_ms"] - before["lat_p50_ms"]
     return {"runtime": runtime, "tool": tool, "target": "nginx (direct)" if name == "nginx" else name,
-            "VUs": int(vus), "RPS": _number(rps),
+            "VUs": int(vus), "RPS": number(rps),
             "vs direct": "" if name == "nginx" else _change(rps, None if before is None else before["rps"]),
-            "p50 ms": _number(now["lat_p50_ms"]), "p50 added ms": "" if name == "nginx" or added is None else f"{added:+.3f}",
+            "p50 ms": number(now["lat_p50_ms"]), "p50 added ms": "" if name == "nginx" or added is None else f"{added:+.3f}",
             "proxy CPU per 1k RPS": "" if proxy is None else f"{proxy / 100 / (rps / 1000):.3f}",
             "file server CPU per 1k RPS": "" if upstream is None else f"{upstream / 100 / (rps / 1000):.3f}",
-            "RPS per proxy core": "" if not proxy else _number(rps / (proxy / 100))}
+            "RPS per proxy core": "" if not proxy else number(rps / (proxy / 100))}
 
 
 def slow_backend_table(df: pd.DataFrame) -> list[dict]:
@@ -141,16 +135,16 @@ def slow_backend_table(df: pd.DataFrame) -> list[dict]:
         expected = first["vus"] / mean_s
         ok = runs[runs["status"] == OK]
         row = {"tool": tool, "runtime": runtime, "scenario": scenario, "VUs": int(first["vus"]),
-               "delay ms": first["backend_delay_ms"], "expected RPS": _number(expected)}
+               "delay ms": first["backend_delay_ms"], "expected RPS": number(expected)}
         if ok.empty:
             rows.append({**row, "verdict": f"{first['status']}: {first['error']}"})
             continue
         now = _medians(ok).iloc[0]
         connections = now.get("wire_connections") if not pd.isna(now.get("wire_connections", float("nan"))) \
             else now["server_connections"]
-        rows.append({**row, "RPS": _number(now["rps"]), "of expected": f"{now['rps'] / expected:.0%}",
-                     "connections": _number(connections), "p50 ms": _number(now["lat_p50_ms"]),
-                     "p99 ms": _number(now["lat_p99_ms"]), "errors": _number(now["errors"]),
+        rows.append({**row, "RPS": number(now["rps"]), "of expected": f"{now['rps'] / expected:.0%}",
+                     "connections": number(connections), "p50 ms": number(now["lat_p50_ms"]),
+                     "p99 ms": number(now["lat_p99_ms"]), "errors": number(now["errors"]),
                      "verdict": _held(now, connections, first["vus"], expected)})
     return sorted(rows, key=lambda r: (r["runtime"], not r["verdict"].startswith("held"), r["tool"]))
 

@@ -279,8 +279,9 @@ def test_an_ok_run_whose_memory_per_vu_is_not_measurable_says_so_in_its_chart():
 
 
 def test_summary_numbers_never_print_in_exponent_form():
-    from analysis.report import _number
-    assert [_number(v) for v in (999.9, 999.4, 12345.6, 0.01234, 99.96)] == ["1,000", "999", "12,346", "0.0123", "100"]
+    from analysis.numbers import number
+    assert [number(v) for v in (999.9, 999.4, 12345.6, 0.01234, 99.96)] == ["1,000", "999", "12,346", "0.0123", "100"]
+    assert [number(v) for v in (None, float("nan"), "not measurable here")] == ["", "", "not measurable here"]
 
 
 def test_the_rps_chart_draws_no_target_capacity(tmp_path):
@@ -387,10 +388,11 @@ def test_the_summary_fits_the_page_with_short_headers(tmp_path):
 
 
 def test_the_all_runs_table_rounds_numbers_and_cuts_long_notes(tmp_path):
-    """It printed 0.228856 and rows ~400 px tall from long notes: numbers as in the summary (_number), a text
+    """It printed 0.228856 and rows ~400 px tall from long notes: numbers as in the summary (analysis.numbers), a text
     cut to one line; the value as written stays in the cell's title (the table still equals runs.csv)."""
     from analysis.load import NUMERIC
-    from analysis.report import TEXT_CHARS, _number
+    from analysis.numbers import number
+    from analysis.report import TEXT_CHARS
     folder = REPO / "tests" / "fixtures" / "rederive" / "20261125T010420Z-host"
     with (folder / "runs.csv").open(newline="") as handle:
         header, *rows = list(csv.reader(handle))
@@ -400,7 +402,7 @@ def test_the_all_runs_table_rounds_numbers_and_cuts_long_notes(tmp_path):
     shown = page.shown["runs"][1:]
     numbers = [(written, text) for row, texts in zip(rows, shown) for column, written, text in zip(header, row, texts)
                if column in NUMERIC and written]
-    assert all(text == _number(float(written)) for written, text in numbers)
+    assert all(text == number(float(written)) for written, text in numbers)
     assert any(len(written) > len(text) for written, text in numbers)                # there was something to round
     notes = [texts[header.index("notes")] for texts in shown]
     assert max(len(r[header.index("notes")]) for r in rows) > 400 and max(map(len, notes)) == TEXT_CHARS
