@@ -1,10 +1,14 @@
 """Measures the round-trip time to the target from where a tool runs.
 
 Run as a script inside the generator's network namespace:
-    python rtt_probe.py HOST PORT PATH [COUNT] [tls]
+    python rtt_probe.py HOST PORT PATH [COUNT] [--tls] [--at UNIX_TIME]
 One keep-alive connection, one warm-up request (it pays for the handshake), then COUNT timed
 GETs; prints JSON with the median (the figure the harness records), min and max in ms, and the
-median time of CONNECTS fresh TCP handshakes (~ the RTT where the shaper delays the handshake).
+median time of CONNECTS fresh TCP handshakes (~ the RTT where the shaper delays the handshake), and
+the wall-clock times the timed GETs began and ended (gets_from, gets_to).
+--at T: the timed GETs start at the wall-clock time T (at most MAX_WAIT_S away), whatever the
+script's own start-up took: the probe under a tool's load (shaping.loaded_probe), whose interpreter
+starting on busy cores in a TCG VM took seconds and pushed the probe past the end of the load.
 
 Raw sockets with TCP_NODELAY rather than http.client: the probe's own cost is part of what it
 measures, and http.client's parsing (and its Nagle-delayed writes) added ~1 ms in a slow VM,
@@ -12,6 +16,7 @@ enough to put a 10 ms profile outside the tolerance it is meant to check.
 """
 from __future__ import annotations
 
+import argparse
 import json
 import socket
 import ssl
@@ -20,6 +25,7 @@ import sys
 import time
 
 CONNECTS = 3
+MAX_WAIT_S = 600         # a generator host's clock far ahead must not hold the probe past its run
 
 
 def _connect(host: str, port: int, tls: bool = False) -> socket.socket:
@@ -49,25 +55,38 @@ def _recv(sock: socket.socket) -> bytes:
     return chunk
 
 
-def probe(host: str, port: int, path: str, count: int = 30, tls: bool = False) -> dict:
+def probe(host: str, port: int, path: str, count: int = 30, tls: bool = False, at: float = 0.0) -> dict:
     request = f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nUser-Agent: lth-rtt-probe\r\n\r\n".encode()
     with _connect(host, port, tls) as sock:
         _exchange(sock, request)
-        times = []
+        time.sleep(min(MAX_WAIT_S, max(0.0, at - time.time())))
+        times, gets_from = [], time.time()
         for _ in range(count):
             started = time.perf_counter()
             _exchange(sock, request)
             times.append((time.perf_counter() - started) * 1000)
+        gets_to = time.time()
     connects = []
     for _ in range(CONNECTS):
         started = time.perf_counter()
         _connect(host, port).close()
         connects.append((time.perf_counter() - started) * 1000)
     return {"median_ms": statistics.median(times), "min_ms": min(times), "max_ms": max(times), "count": count,
-            "connect_ms": statistics.median(connects)}
+            "connect_ms": statistics.median(connects), "gets_from": gets_from, "gets_to": gets_to}
+
+
+def main(argv: list[str]) -> dict:
+    parser = argparse.ArgumentParser(description="keep-alive GETs timed from where a tool runs")
+    parser.add_argument("host")
+    parser.add_argument("port", type=int)
+    parser.add_argument("path")
+    parser.add_argument("count", type=int, nargs="?", default=30)
+    parser.add_argument("--tls", action="store_true", help="a TLS target (its certificate is not verified)")
+    parser.add_argument("--at", type=float, default=0.0, metavar="UNIX_TIME",
+                        help="start the timed GETs at this wall-clock time (after the warm-up GET)")
+    args = parser.parse_args(argv)
+    return probe(args.host, args.port, args.path, args.count, args.tls, args.at)
 
 
 if __name__ == "__main__":
-    host, port, path = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-    count = int(sys.argv[4]) if len(sys.argv) > 4 else 30
-    print(json.dumps(probe(host, port, path, count, tls=sys.argv[5:6] == ["tls"])))
+    print(json.dumps(main(sys.argv[1:])))

@@ -35,6 +35,7 @@ PROBE_SCRIPT = Path(__file__).with_name("rtt_probe.py")
 PACKETS_IN_FLIGHT_PER_VU = 8
 NETEM_DEFAULT_LIMIT = 1000
 LOADED_PROBE_AT = 0.4    # share of a run's duration after the launch (Toxiproxy's RTT under load)
+LOADED_PROBE_LEAD_S = 15.0  # its processes start this much earlier (at the launch at most): start-up off the clock
 
 
 @dataclass(frozen=True)
@@ -106,11 +107,14 @@ def probe_count(rtt_ms: float) -> int:
     return min(100, max(30, round(1000 / max(rtt_ms, 1))))
 
 
-def probe_rtt(session: Session, target: Target, rtt_ms: float, count: int | None = None) -> dict:
-    """harness/rtt_probe.py's figures: median/min/max of the GETs, and a fresh handshake's connect_ms."""
+def probe_rtt(session: Session, target: Target, rtt_ms: float, count: int | None = None,
+              wait_s: float = 0.0) -> dict:
+    """harness/rtt_probe.py's figures: median/min/max of the GETs, and a fresh handshake's connect_ms.
+    wait_s: the timed GETs start that long from now, however long the probe's process takes to start."""
     count = count or probe_count(rtt_ms)
+    at = ["--at", f"{time.time() + wait_s:.3f}"] if wait_s > 0 else []
     result = session.run_python(PROBE_SCRIPT, [target.host, str(target.port), target.probe_path, str(count),
-                                               *(["tls"] if target.tls else [])])
+                                               *(["--tls"] if target.tls else []), *at], timeout=60 + wait_s)
     if result.returncode != 0:
         raise HarnessError(f"RTT probe to {target.url} failed: {result.stderr.strip().splitlines()[-1:]}")
     return json.loads(result.stdout)
@@ -147,30 +151,39 @@ def loaded_probe(session: Session, shaped_target: Target, kind: str, rtt_ms: flo
                  duration_s: float) -> Iterator[dict | None]:
     """Toxiproxy only (netem is the kernel's and does not queue behind a process): while the tool
     runs, LOADED_PROBE_AT of its duration after the launch, two RTT probes at once, one straight to
-    Nginx and one through the shaper (together, so that a short run still holds both). The difference,
-    beyond the idle RTT, is what the shaper itself added under this load (harness/row/bottleneck.py:
-    limited_by "shaper"). Yields the dict the probes fill: at_s, count, direct_ms, via_ms, ended_s (s
-    after the launch, the later probe's), or error; gets_direct and gets_via, the GETs each sent (the
-    warm-up and the timed ones), which the row takes out of Nginx's count and the wire's
-    (harness/row: probe_gets)."""
+    Nginx and one through the shaper (together, so that a short run still holds both); their processes
+    start up to LOADED_PROBE_LEAD_S before. The difference, beyond the idle RTT, is what the shaper
+    itself added under this load (harness/row/bottleneck.py: limited_by "shaper"). Yields the dict the
+    probes fill: at_s, count, direct_ms, via_ms, direct_from_s and via_from_s (s after the launch when
+    each path's timed GETs began), ended_s (when the later one's ended), or error; gets_direct and
+    gets_via, the GETs each sent (the warm-up and the timed ones), which the row takes out of Nginx's
+    count and the wire's (harness/row: probe_gets)."""
     if kind != "toxiproxy":
         yield None
         return
     found: dict = {"at_s": round(max(1.0, LOADED_PROBE_AT * duration_s), 3),
                    "count": max(10, probe_count(rtt_ms) // 3)}
-    origin, cancel, lock = time.monotonic(), threading.Event(), threading.Lock()
+    origin, origin_wall, cancel, lock = time.monotonic(), time.time(), threading.Event(), threading.Lock()
 
     def probe(path: str, target: Target) -> None:
-        if cancel.wait(found["at_s"]):
+        # Started LOADED_PROBE_LEAD_S early, the probe's own start-up is off the clock: its GETs begin at at_s.
+        if cancel.wait(max(0.0, found["at_s"] - LOADED_PROBE_LEAD_S)):
             return
+        ended_s = None
         try:
-            median = probe_rtt(session, target, rtt_ms, found["count"])["median_ms"]
-            figures = {f"{path}_ms": median, f"gets_{path}": found["count"] + 1}
+            wait_s = max(0.0, found["at_s"] - (time.monotonic() - origin))
+            probed = probe_rtt(session, target, rtt_ms, found["count"], wait_s)
+            figures = {f"{path}_ms": probed["median_ms"], f"gets_{path}": found["count"] + 1,
+                       f"{path}_from_s": round(probed["gets_from"] - origin_wall, 3)}
+            ended_s = probed["gets_to"] - origin_wall
         except (HarnessError, subprocess.TimeoutExpired) as exc:
             figures = {"error": str(exc)}
+        returned_s = time.monotonic() - origin
+        # The GETs' own end, where the probe's clock is this one's (a generator host's may not be).
+        ended_s = ended_s if ended_s is not None and 0 <= ended_s <= returned_s else returned_s
         with lock:
             found.update(figures)
-            found["ended_s"] = max(found.get("ended_s", 0.0), round(time.monotonic() - origin, 3))
+            found["ended_s"] = max(found.get("ended_s", 0.0), round(ended_s, 3))
 
     threads = [threading.Thread(target=probe, args=(path, target), name=f"lth-loaded-probe-{path}", daemon=True)
                for path, target in (("direct", session.target), ("via", shaped_target))]

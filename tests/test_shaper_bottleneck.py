@@ -75,9 +75,11 @@ class _Files(http.server.SimpleHTTPRequestHandler):
     disable_nagle_algorithm = True      # else the header and body writes wait on a delayed ACK (~40 ms)
     delay_s = 0.0
     served: list[str] = []
+    arrived: list[float] = []          # time.monotonic() of every GET, both servers
 
     def do_GET(self):
         self.served.append(type(self).__name__)
+        self.arrived.append(time.monotonic())
         time.sleep(self.delay_s)
         super().do_GET()
 
@@ -123,6 +125,29 @@ def test_the_loaded_probe_times_both_paths_during_the_block(tmp_path):
     assert found["ended_s"] >= found["at_s"]
     # what the row takes out of Nginx's count and the wire's is what each server really served
     assert (found["gets_direct"], found["gets_via"]) == (_Files.served.count("_Files"), _Files.served.count("_Slow"))
+
+
+class _SlowStart(_Here):
+    """The probe's interpreter starting on busy cores (a TCG VM under load took seconds)."""
+    START_S = 2.0
+
+    def run_python(self, script, args, timeout: float = 60):
+        command = f"sleep {self.START_S}; exec {sys.executable} {script} " + " ".join(args)
+        return subprocess.run(["sh", "-c", command], capture_output=True, text=True, timeout=timeout)
+
+
+def test_the_probes_start_up_is_off_the_clock(tmp_path):
+    """The processes start ahead (LOADED_PROBE_LEAD_S) and their GETs wait for at_s: a start-up slower than
+    at_s's share of the run no longer moves the probe towards the end of the load (or past it)."""
+    (tmp_path / TARGET_FILE).write_text("x" * 100)
+    _Files.arrived.clear()
+    with _server(_Files, tmp_path) as nginx, _server(_Slow, tmp_path) as proxy:
+        started = time.monotonic()
+        with loaded_probe(_SlowStart(nginx), proxy, "toxiproxy", rtt_ms=30, duration_s=6) as found:
+            time.sleep(6)
+    assert found["at_s"] == 2.4 and "error" not in found and found["ended_s"] <= 6
+    timed = sorted(t - started for t in _Files.arrived)[2:]         # after each path's warm-up GET
+    assert found["at_s"] <= timed[0] < found["at_s"] + 1.0, (timed[:3], found)
 
 
 def test_a_run_shorter_than_the_probes_start_cancels_it_and_netem_has_none(tmp_path):

@@ -68,7 +68,7 @@ class _ProbedPath:
         self.delay_ms = delay_ms
         self.settings.append(delay_ms)
 
-    def run_python(self, script, args):
+    def run_python(self, script, args, timeout: float = 60):
         median = self.delay_ms + self.overhead_ms
         return subprocess.CompletedProcess(args, 0, json.dumps({"median_ms": median, "connect_ms": median}), "")
 
@@ -127,7 +127,7 @@ class _NoisyPath:
     def __init__(self, *medians: float) -> None:
         self.medians, self.calls = list(medians), 0
 
-    def run_python(self, script, args):
+    def run_python(self, script, args, timeout: float = 60):
         self.calls += 1
         median = self.medians.pop(0)
         return subprocess.CompletedProcess(args, 0, json.dumps({"median_ms": median, "connect_ms": median}), "")
