@@ -110,8 +110,9 @@ class Session(ABC):
         """The tool has ended: bring its output files to the run's folder (where they are elsewhere)."""
 
     def run_python(self, script: Path, args: list[str], timeout: float = 60) -> subprocess.CompletedProcess:
-        """One of the harness's scripts (the RTT probe), run from where the tool runs."""
-        return run([*self.generator_netns, sys.executable, str(script), *args], check=False, timeout=timeout)
+        """One of the harness's scripts (the RTT probe: standard library only, so -S skips site's start-up),
+        run from where the tool runs."""
+        return run([*self.generator_netns, sys.executable, "-S", str(script), *args], check=False, timeout=timeout)
 
     @abstractmethod
     def version(self, adapter: ToolAdapter) -> str:

@@ -308,7 +308,7 @@ class RemoteGeneratorSession(Session):
 
     def run_python(self, script: Path, args: list[str], timeout: float = 60) -> subprocess.CompletedProcess:
         remote = self.generator.there(str(script))
-        result = self.generator.ssh.run(shlex.join(["python3", remote, *args]), check=False, timeout=timeout)
+        result = self.generator.ssh.run(shlex.join(["python3", "-S", remote, *args]), check=False, timeout=timeout)
         return subprocess.CompletedProcess(result.args, result.returncode, result.stdout.decode(errors="replace"),
                                            result.stderr.decode(errors="replace"))
 

@@ -133,12 +133,12 @@ def test_netem_delays_the_handshake(netem_rows):
 @pytest.fixture(scope="module")
 def toxiproxy_wrk(tmp_path_factory) -> dict:
     """wrk at 100 VUs, 50 ms through Toxiproxy: in TCG it got 756 rps where netem gave 1,925 (README).
-    20 s: the probe under the load times its GETs 8 s in; its two Python processes, which took seconds
-    to start here, are started 5 s before (shaping.LOADED_PROBE_LEAD_S). Before that lead, a CI run's
-    probe ended after wrk's 20 s and was not used."""
+    30 s: the probe under the load times its GETs 12 s in; its two Python processes start at the launch
+    (shaping.LOADED_PROBE_LEAD_S), and under this load took up to 14 s to get there (2026-11-26, before
+    -S and the lazy ssl import). Without the lead, a CI run's probe ended after wrk's 20 s and was not used."""
     results = out_root(tmp_path_factory, "toxiproxy-wrk")
     result = harness_run(results, "--shaper", "toxiproxy", "--tools", "wrk", "--scenarios",
-                         "scenarios/shootout.yaml:vu100-rtt50", "--duration", "20")
+                         "scenarios/shootout.yaml:vu100-rtt50", "--duration", "30")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
     print(result.stdout[-1500:])
     (row,) = rows_of(results)
