@@ -78,6 +78,14 @@ def capacity_table(df: pd.DataFrame, found: list[dict]) -> list[dict]:
     return rows
 
 
+class _PlainLog(matplotlib.ticker.LogFormatter):
+    """A log axis labelled 600 and 0.4, not 6x10^2 and 4e-01 (a search spans about a decade): the ticks
+    matplotlib would label, in plain numbers."""
+
+    def __call__(self, x: float, pos: int | None = None) -> str:
+        return f"{x:g}" if super().__call__(x, pos) else ""
+
+
 def latency_vs_rate(df: pd.DataFrame, found: list[dict]) -> plt.Figure | None:
     searches = [e for e in found if e["kind"] == "search" and e.get("steps")]
     steps = df[is_step(df) & (df["status"] == "ok") & df["rate_target_rps"].notna()]
@@ -100,6 +108,9 @@ def latency_vs_rate(df: pd.DataFrame, found: list[dict]) -> plt.Figure | None:
                        label=f"knee {entry['max_sustained_rps']:,} rps")
         ax.set_xscale("log")
         ax.set_yscale("log")
+        for axis in (ax.xaxis, ax.yaxis):
+            axis.set_major_formatter(_PlainLog())
+            axis.set_minor_formatter(_PlainLog(labelOnlyBase=False, minor_thresholds=(2, 0.4)))
         ax.set_title(f"{entry['tool']} ({entry['folder']}): limited by {entry['limited_by']}", fontsize=9)
         ax.set_xlabel("arrival rate asked, requests/s (log)", fontsize=8)
         ax.set_ylabel("ms (log)", fontsize=8)

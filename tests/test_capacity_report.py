@@ -3,7 +3,8 @@ TOOLS=oha,k6,vegeta,wrk` (host) and `make bench-all SCENARIOS=scenarios/fidelity
 kept in tests/fixtures/capacity."""
 import json
 
-from analysis.report import build
+from analysis.capacity import entries, latency_vs_rate
+from analysis.report import build, load_results, with_limits
 from conftest import REPO
 from test_report import parse
 
@@ -39,3 +40,12 @@ def test_the_fidelity_table_has_every_captured_rate_run(tmp_path):
     # artillery timed out at 5k and 20k: listed under the failed runs, not in the fidelity table
     assert ("artillery", "5,000") not in {(r[0], r[1]) for r in rows}
     assert any(r[0] == "timeout" and r[2] == "artillery" for r in page.tables["failed"][1:])
+
+
+def test_the_latency_vs_rate_axes_are_labelled_in_plain_numbers():
+    """A search spans about a decade: matplotlib's default labelled its ticks 6x10^2 and 4x10^-1."""
+    fig = latency_vs_rate(with_limits(load_results(SEARCH)), entries([SEARCH]))
+    fig.canvas.draw()
+    labels = [t.get_text() for ax in fig.axes if ax.get_visible() for axis in (ax.xaxis, ax.yaxis)
+              for t in axis.get_majorticklabels() + axis.get_minorticklabels() if t.get_text()]
+    assert len(labels) > 10 and all(float(label) > 0 for label in labels), labels
