@@ -108,13 +108,15 @@ def probe_count(rtt_ms: float) -> int:
 
 
 def probe_rtt(session: Session, target: Target, rtt_ms: float, count: int | None = None,
-              wait_s: float = 0.0) -> dict:
+              at: float | None = None) -> dict:
     """harness/rtt_probe.py's figures: median/min/max of the GETs, and a fresh handshake's connect_ms.
-    wait_s: the timed GETs start that long from now, however long the probe's process takes to start."""
+    at: the wall-clock time the timed GETs start, however long the probe's process takes to start."""
     count = count or probe_count(rtt_ms)
-    at = ["--at", f"{time.time() + wait_s:.3f}"] if wait_s > 0 else []
+    wait_s = max(0.0, at - time.time()) if at is not None else 0.0
     result = session.run_python(PROBE_SCRIPT, [target.host, str(target.port), target.probe_path, str(count),
-                                               *(["--tls"] if target.tls else []), *at], timeout=60 + wait_s)
+                                               *(["--tls"] if target.tls else []),
+                                               *(["--at", f"{at:.3f}"] if at is not None else [])],
+                                timeout=60 + wait_s)
     if result.returncode != 0:
         raise HarnessError(f"RTT probe to {target.url} failed: {result.stderr.strip().splitlines()[-1:]}")
     return json.loads(result.stdout)
@@ -171,8 +173,7 @@ def loaded_probe(session: Session, shaped_target: Target, kind: str, rtt_ms: flo
             return
         ended_s = None
         try:
-            wait_s = max(0.0, found["at_s"] - (time.monotonic() - origin))
-            probed = probe_rtt(session, target, rtt_ms, found["count"], wait_s)
+            probed = probe_rtt(session, target, rtt_ms, found["count"], at=origin_wall + found["at_s"])
             figures = {f"{path}_ms": probed["median_ms"], f"gets_{path}": found["count"] + 1,
                        f"{path}_from_s": round(probed["gets_from"] - origin_wall, 3)}
             ended_s = probed["gets_to"] - origin_wall
