@@ -81,14 +81,20 @@ def test_the_measured_rtt_is_within_the_harness_tolerance(netem_rows):
         assert row["rtt_ok"] == "True"
 
 
+LIGHT_SCENARIO = "scenarios:\n  - {id: vu20-rtt50, vus: 20, rtt_ms: 50, duration_s: 5}\n"
+
+
 @pytest.fixture(scope="module")
 def light_rows(tmp_path_factory) -> list[dict]:
-    """wrk, ab and oha at 50 VUs, 50 ms: 1,000 rps asked, about half of what the target's TCG core
-    carries. At the issue's scenarios (~2,000 rps asked) that core queues: measured the same day, p50
-    49.5-50.7 ms at 50 ms on a quiet host and 56-60 ms on a busy one, with no side saturated."""
+    """wrk, ab and oha at 20 VUs, 50 ms: 400 rps asked, a fifth of what the target's TCG core carries.
+    At 50 VUs (1,000 rps) that core already queued: CI's VM on a busy host (2026-11-26) had oha at 49% CPU
+    and Nginx at 48%, neither saturated, and a p50 of 59.2 ms at 50 ms; here the same day 52.2 ms. At the
+    issue's scenarios (~2,000 rps asked) p50 was 49.5-50.7 ms on a quiet host and 56-60 ms on a busy one."""
     results = out_root(tmp_path_factory, "netem-light")
-    result = harness_run(results, "--shaper", "netem", "--tools", LIGHT_TOOLS, "--scenarios",
-                         "scenarios/shootout.yaml:vu50-rtt50", "--duration", DURATION)
+    scenarios = tmp_path_factory.mktemp("light") / "light.yaml"
+    scenarios.write_text(LIGHT_SCENARIO)
+    result = harness_run(results, "--shaper", "netem", "--tools", LIGHT_TOOLS, "--scenarios", str(scenarios),
+                         "--duration", DURATION)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
     return rows_of(results)
 
@@ -110,7 +116,7 @@ def test_an_unsaturated_tools_p50_sits_on_the_rtt(light_rows):
         assert rtt - max(0.1 * rtt, 0.5) <= p50 <= rtt + HOLD_MS, (row["scenario"], row["tool"], rtt, p50,
                                                                   row["cpu_avg_pct"], row["target_cpu_pct"])
         held.append(row["tool"])
-    assert "wrk" in held, ("wrk at 1,000 rps should leave both sides idle enough", light_rows)
+    assert "wrk" in held, ("wrk at 400 rps should leave both sides idle enough", light_rows)
 
 
 def test_every_p50_carries_the_whole_rtt(netem_rows):
