@@ -155,6 +155,10 @@ class ToolAdapter(ABC):
     timing_resolution_ms: ClassVar[float]
     # True for a tool whose latency figures are coordinated-omission corrected (not raw measurements).
     co_corrected: ClassVar[bool] = False
+    # True for a tool that stops timing at its duration but closes its connections only when it exits:
+    # no FIN or RST marks the requests it left in flight, so its wire p50/p99 leave out the responses
+    # that ended after its last request (harness/wire.py: p50_until_stop_ms).
+    stops_timing_before_closing: ClassVar[bool] = False
     # The process name to sample when command() wraps the tool in a script (None: the whole tree).
     sampled_process: ClassVar[str | None] = None
     folder: Path = Path()             # set by discovery: tools/<folder>/ (tool.toml, install.sh)

@@ -136,6 +136,18 @@ class Capture:
             return {"fidelity": {"error": str(exc)}}
 
 
+def reparsed(capture: dict, run_dir: Path) -> dict:
+    """A stored summary with its pairs parsed again from the pcap kept beside it (--keep-pcap), so that
+    `rederive` brings a wire parser fix to old runs; as stored when the pcap was deleted."""
+    pcap, port = run_dir / PCAP_NAME, re.search(r"\bport (\d+)\b", capture.get("filter", ""))
+    if capture.get("pcap") != PCAP_NAME or port is None or not pcap.is_file():
+        return capture
+    try:
+        return {**capture, **summarise(pcap, int(port.group(1))).describe()}
+    except (OSError, ValueError):
+        return capture
+
+
 def _stop(proc: subprocess.Popen) -> None:
     """SIGINT lets tcpdump flush the file and print its counters."""
     end_process(proc, signal.SIGINT)

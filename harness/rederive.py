@@ -1,5 +1,7 @@
 """``python -m harness rederive RESULTS_FOLDER``: runs.csv and every meta.json derived again from the
-raw files the runs stored (harness/row), e.g. after a parser fix, without running anything.
+raw files the runs stored (harness/row), e.g. after a parser fix, without running anything. A pcap
+kept with --keep-pcap is parsed again (the wire's pairs and percentiles; a rate run's schedule fidelity
+stays as stored).
 
 The rows keep their order; the old runs.csv is kept beside as runs.csv.before-rederive."""
 from __future__ import annotations
@@ -9,6 +11,7 @@ import traceback
 from pathlib import Path
 
 from harness.adapter import ToolAdapter
+from harness.capture import reparsed
 from harness.errors import HarnessError
 from harness.results import ResultsFolder, RunRow
 from harness.row import Derived, derive
@@ -41,6 +44,8 @@ def rederive(path: Path, adapters: dict[str, ToolAdapter]) -> list[RunRow]:
     for stored_row in stored:
         run_dir = path / stored_row["run_dir"]
         record = RunRecord.load(run_dir)
+        if record.capture:
+            record.capture = reparsed(record.capture, run_dir)
         derived = derive_stored(record, adapters[record.tool], run_dir, path)
         derived.write(run_dir)
         rows.append(derived.row)

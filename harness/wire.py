@@ -2,9 +2,18 @@
 
 HTTP/1.1 keep-alive without pipelining: on each TCP connection a request is a run of
 client->server payload packets and its response the run of server->client payload packets before
-the next request (or the end of the capture: a response still arriving after the client's FIN
+the next request (or the end of the capture: a response still arriving after the client closed
 counts, as the server counted that request). Wire latency = the request's first packet (as it
 leaves) to the response's last packet (as it arrives), both stamped where the capture was taken.
+A response that ends after the client's FIN or RST on its connection is a pair the tool gave up on
+(it stopped at its duration with the request in flight): counted in ``pairs`` and ``after_close``,
+left out of the latencies, since the tool never timed it. With a slow backend those are the slowest
+requests (a request in flight at the stop is more likely a long one): 1,000 connections and 0-1000 ms
+delays over 3 s put ~1,000 of ~5,000 responses there, and the wire's p50 ~50 ms above ab's and oha's.
+A tool that stops timing at its duration but closes its connections only at exit (wrk) leaves no FIN
+to go by: for it, ``p50_until_stop_ms``/``p99_until_stop_ms`` leave out the responses that ended after
+the last request on the capture (the tool's stop; ``answered_after_stop`` of them). Which figure a row
+takes is the adapter's ``times_requests_in_flight_at_stop`` (harness/row/wire.py).
 Handshake time = a connection's opening SYN (the first, if retransmitted) to the server's first SYN|ACK
 after it: about the RTT when the shaper delays the handshake (netem), the native hop when it does not.
 Payload sizes come from the IP and TCP headers, so a header-only snap length is enough.
@@ -24,8 +33,8 @@ import numpy as np
 MAGIC_US, MAGIC_NS = 0xA1B2C3D4, 0xA1B23C4D
 LINKTYPE_ETHERNET, LINKTYPE_LINUX_SLL = 1, 113
 ETHERTYPE_IPV4, PROTO_TCP = 0x0800, 6
-TCP_SYN, TCP_ACK = 0x02, 0x10
-SYN_ACK = TCP_SYN | TCP_ACK
+TCP_FIN, TCP_SYN, TCP_RST, TCP_ACK = 0x01, 0x02, 0x04, 0x10
+SYN_ACK, CLOSING = TCP_SYN | TCP_ACK, TCP_FIN | TCP_RST
 
 
 @dataclass(frozen=True)
@@ -44,11 +53,12 @@ class _Connection:
     seen_data: bool = False         # a SYN after data is a new connection on a reused port
     syn_at: int | None = None       # the client's opening SYN (the first one)
     syn_ack_at: int | None = None   # the server's first SYN|ACK after it
+    closed_at: int | None = None    # the client's first FIN or RST
 
 
 @dataclass
 class WireSummary:
-    pairs: int                       # request/response pairs
+    pairs: int                       # request/response pairs (after_close included)
     connections: int
     unanswered: int                  # requests with no response packet before the capture ended
     unsolicited: int                 # server payload runs with no request before them
@@ -56,21 +66,33 @@ class WireSummary:
     short: int                       # IPv4 packets captured too short to read their TCP header
     first_ns: int | None
     last_ns: int | None
-    latencies_ms: np.ndarray = field(repr=False)
+    latencies_ms: np.ndarray = field(repr=False)    # the pairs answered before the client closed
     handshakes_ms: np.ndarray = field(repr=False)   # per connection with both: opening SYN to SYN|ACK
+    after_close: int = 0             # pairs whose response ended after the client's FIN or RST
+    ended_ns: np.ndarray = field(repr=False, default_factory=lambda: np.array([], dtype=np.int64))  # per latency
+    last_request_ns: int | None = None   # the last request's first packet: when the tool stopped sending
 
     def percentile(self, q: float) -> float | None:
-        return float(np.percentile(self.latencies_ms, q)) if self.pairs else None
+        return float(np.percentile(self.latencies_ms, q)) if len(self.latencies_ms) else None
+
+    def until_stop_ms(self) -> np.ndarray:
+        """The latencies of the responses that ended by the last request (none was in flight at the stop)."""
+        if self.last_request_ns is None:
+            return self.latencies_ms
+        return self.latencies_ms[self.ended_ns <= self.last_request_ns]
 
     def describe(self) -> dict:
         span = (self.last_ns - self.first_ns) / 1e9 if self.first_ns is not None and self.last_ns is not None else None
+        timed, until_stop = len(self.latencies_ms), self.until_stop_ms()
         return {"pairs": self.pairs, "connections": self.connections, "unanswered": self.unanswered,
-                "unsolicited": self.unsolicited, "packets": self.packets, "short": self.short, "span_s": span,
+                "after_close": self.after_close, "unsolicited": self.unsolicited, "packets": self.packets, "short": self.short, "span_s": span,
                 "p50_ms": self.percentile(50), "p99_ms": self.percentile(99),
-                "min_ms": float(self.latencies_ms.min()) if self.pairs else None,
-                "max_ms": float(self.latencies_ms.max()) if self.pairs else None,
+                "min_ms": float(self.latencies_ms.min()) if timed else None,
+                "max_ms": float(self.latencies_ms.max()) if timed else None,
                 "connect_p50_ms": float(np.median(self.handshakes_ms)) if len(self.handshakes_ms) else None,
-                "connects": len(self.handshakes_ms)}
+                "connects": len(self.handshakes_ms), "answered_after_stop": timed - len(until_stop),
+                "p50_until_stop_ms": float(np.percentile(until_stop, 50)) if len(until_stop) else None,
+                "p99_until_stop_ms": float(np.percentile(until_stop, 99)) if len(until_stop) else None}
 
 
 def _header(data: bytes | mmap.mmap) -> tuple[str, int, int]:
@@ -133,15 +155,20 @@ class _Pairer:
     def __init__(self) -> None:
         self.open: dict[tuple[bytes, int], _Connection] = {}
         self.latencies: list[int] = []
+        self.ended: list[int] = []
         self.handshakes: list[int] = []
-        self.connections = self.unanswered = self.unsolicited = 0
+        self.last_request: int | None = None
+        self.connections = self.unanswered = self.unsolicited = self.after_close = 0
 
     def _close(self, conn: _Connection) -> None:
         if conn.request_at is not None:
             if conn.response_end is None:
                 self.unanswered += 1
+            elif conn.closed_at is not None and conn.response_end > conn.closed_at:
+                self.after_close += 1
             else:
                 self.latencies.append(conn.response_end - conn.request_at)
+                self.ended.append(conn.response_end)
         conn.request_at = conn.response_end = None
 
     def feed(self, seg: Segment) -> None:
@@ -158,10 +185,12 @@ class _Pairer:
               and conn.syn_ack_at is None):
             conn.syn_ack_at = seg.ts_ns
             self.handshakes.append(seg.ts_ns - conn.syn_at)
+        if seg.to_server and seg.flags & CLOSING and conn.closed_at is None:
+            conn.closed_at = seg.ts_ns
         if seg.payload > 0 and seg.to_server:
             if conn.response_end is not None or conn.request_at is None:   # a new request
                 self._close(conn)
-                conn.request_at = seg.ts_ns
+                conn.request_at = self.last_request = seg.ts_ns
         elif seg.payload > 0:
             if conn.request_at is None:
                 self.unsolicited += 1
@@ -223,37 +252,73 @@ def _summarise_packets(data: bytes | mmap.mmap, server_port: int) -> WireSummary
         last = seg.ts_ns
     pairer.finish()
     latencies = np.array(pairer.latencies, dtype=np.int64) / 1e6
-    return WireSummary(len(latencies), pairer.connections, pairer.unanswered, pairer.unsolicited, packets,
-                       short, first, last, latencies, np.array(pairer.handshakes, dtype=np.int64) / 1e6)
+    return WireSummary(len(latencies) + pairer.after_close, pairer.connections, pairer.unanswered,
+                       pairer.unsolicited, packets, short, first, last, latencies,
+                       np.array(pairer.handshakes, dtype=np.int64) / 1e6, pairer.after_close,
+                       np.array(pairer.ended, dtype=np.int64), pairer.last_request)
 
 
 FIXED_SNAPLEN = 64   # harness/capture.py's snap length: every TCP packet with timestamps is longer
+READ_UPTO = 48       # the frame bytes the numpy path reads: Ethernet, IPv4 without options, TCP to its flags
+
+
+def _record_offsets(data: bytes | mmap.mmap, order: str) -> np.ndarray | None:
+    """Each record's offset in the file; None where a record holds fewer than READ_UPTO frame bytes.
+    Most records are cut at FIXED_SNAPLEN (a fixed stride, found with numpy); a file with shorter ones
+    (an RST without TCP options is 54 bytes) is walked record by record, ~20x faster than segments()."""
+    width = 16 + FIXED_SNAPLEN
+    if (len(data) - 24) % width == 0:
+        offsets = np.arange(24, len(data), width)
+        captured = np.frombuffer(data, dtype=order + "u4", count=len(offsets) * width // 4, offset=24)[2::width // 4]
+        if (captured == FIXED_SNAPLEN).all():
+            return offsets
+    record, offsets, offset, end = struct.Struct(order + "8xI4x"), [], 24, len(data)
+    while offset + 16 <= end:
+        captured, = record.unpack_from(data, offset)
+        if offset + 16 + captured > end:
+            break                      # cut short (a killed capture): the partial packet is dropped
+        if captured < READ_UPTO:
+            return None
+        offsets.append(offset)
+        offset += 16 + captured
+    return np.array(offsets, dtype=np.int64)
 
 
 def _summarise_fixed(data: bytes | mmap.mmap, server_port: int) -> WireSummary | None:
-    """The same pairing with numpy, for the common file: Ethernet, every record cut at 64 bytes,
-    IPv4 without options. None where the file is anything else (the packet path handles it)."""
+    """The same pairing with numpy, for the file harness/capture.py writes: Ethernet, IPv4 without
+    options, every record holding at least READ_UPTO frame bytes. None where the file is anything else
+    (the packet path handles it)."""
     order, scale, link = _header(data)
-    width = 16 + FIXED_SNAPLEN
-    if link != LINKTYPE_ETHERNET or (len(data) - 24) % width or len(data) == 24:
+    if link != LINKTYPE_ETHERNET or len(data) == 24:
         return None
-    rows = np.frombuffer(data, dtype=np.uint8, offset=24).reshape(-1, width)
-    header = rows[:, :16].copy().view(np.dtype(order + "u4"))   # seconds, fraction, captured, original
-    if not (header[:, 2] == FIXED_SNAPLEN).all() or not (rows[:, 30] == 0x45).all():
+    offsets = _record_offsets(data, order)
+    if offsets is None or not len(offsets):
         return None
+    buffer = np.frombuffer(data, dtype=np.uint8)
+
+    def byte(col: int) -> np.ndarray:                              # col: from the record's start
+        return buffer[offsets + col]
 
     def be16(col: int) -> np.ndarray:
-        return rows[:, col].astype(np.int64) << 8 | rows[:, col + 1]
+        return byte(col).astype(np.int64) << 8 | byte(col + 1)
 
-    tcp = (be16(28) == ETHERTYPE_IPV4) & (rows[:, 39] == PROTO_TCP)
+    def u32(col: int, endian: str) -> np.ndarray:
+        first, *rest = (byte(col + i).astype(np.int64) for i in (range(4) if endian == ">" else range(3, -1, -1)))
+        for part in rest:
+            first = first << 8 | part
+        return first
+
+    if not (byte(30) == 0x45).all():
+        return None
+    tcp = (be16(28) == ETHERTYPE_IPV4) & (byte(39) == PROTO_TCP)
     sport, dport = be16(50), be16(52)
     to_server = tcp & (dport == server_port)
     keep = to_server | (tcp & (sport == server_port))
-    ips = rows[:, 42:50].copy().view(">u4").astype(np.int64)       # source, destination
-    client = np.where(to_server, ips[:, 0] << 16 | sport, ips[:, 1] << 16 | dport)[keep]
-    ts = (header[:, 0].astype(np.int64) * 1_000_000_000 + header[:, 1].astype(np.int64) * scale)[keep]
-    payload = (be16(32) - 20 - (rows[:, 62] >> 4).astype(np.int64) * 4)[keep] > 0
-    flags, inbound = rows[keep, 63], to_server[keep]
+    source, destination = u32(42, ">"), u32(46, ">")
+    client = np.where(to_server, source << 16 | sport, destination << 16 | dport)[keep]
+    ts = (u32(0, order) * 1_000_000_000 + u32(4, order) * scale)[keep]
+    payload = (be16(32) - 20 - (byte(62) >> 4).astype(np.int64) * 4)[keep] > 0
+    flags, inbound = byte(63)[keep], to_server[keep]
     if not len(ts):
         return WireSummary(0, 0, 0, 0, 0, 0, None, None, np.array([]), np.array([]))
     first, last = int(ts[0]), int(ts[-1])
@@ -263,6 +328,7 @@ def _summarise_fixed(data: bytes | mmap.mmap, server_port: int) -> WireSummary |
     starts = _connection_starts(client, payload, opening)
     connection = np.cumsum(starts)
     handshakes = _handshakes(connection, ts, opening, ~inbound & (flags & SYN_ACK == SYN_ACK))
+    closed_at = _client_closes(connection, ts, inbound & (flags & CLOSING > 0))
     conn, ts, inbound = connection[payload], ts[payload], inbound[payload]
     # Runs of payload packets in one direction on one connection: requests and responses.
     run_start = np.r_[True, (conn[1:] != conn[:-1]) | (inbound[1:] != inbound[:-1])]
@@ -272,11 +338,22 @@ def _summarise_fixed(data: bytes | mmap.mmap, server_port: int) -> WireSummary |
     # A server run answers the request run just before it on the same connection.
     answers = ~run_in & np.r_[False, run_in[:-1] & (run_conn[:-1] == run_conn[1:])]
     answered = np.flatnonzero(answers)
-    latencies = (ts[last_at[answered]] - ts[first_at[answered - 1]]) / 1e6
+    ended = ts[last_at[answered]]
+    timed = ended <= closed_at[run_conn[answered]]
+    latencies = (ended - ts[first_at[answered - 1]])[timed] / 1e6
     strays = ~run_in & ~answers
-    return WireSummary(len(latencies), int(starts.sum()), int(run_in.sum()) - len(latencies),
+    requests = ts[first_at[run_in]]
+    return WireSummary(len(answered), int(starts.sum()), int(run_in.sum()) - len(answered),
                        int((last_at[strays] - first_at[strays] + 1).sum()), len(client), 0,
-                       first, last, latencies, handshakes)
+                       first, last, latencies, handshakes, int((~timed).sum()), ended[timed],
+                       int(requests.max()) if len(requests) else None)
+
+
+def _client_closes(conn: np.ndarray, ts: np.ndarray, closing: np.ndarray) -> np.ndarray:
+    """Per connection id, its client's first FIN or RST (ns); the int64 maximum where it has none."""
+    closed_at = np.full(conn[-1] + 1, np.iinfo(np.int64).max)
+    np.minimum.at(closed_at, conn[closing], ts[closing])
+    return closed_at
 
 
 def _handshakes(conn: np.ndarray, ts: np.ndarray, opening: np.ndarray, syn_ack: np.ndarray) -> np.ndarray:

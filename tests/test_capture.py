@@ -107,6 +107,88 @@ def test_the_handshake_runs_from_the_first_syn_to_the_first_syn_ack_per_connecti
     assert summarise(path, 80).describe()["connect_p50_ms"] is None and summarise(path, 80).describe()["connects"] == 0
 
 
+ABANDONED = [
+    (1_000_000, 41000, True, PSH | ACK, 100), (1_010_000, 41000, False, PSH | ACK, 500),   # timed: 10 ms
+    (1_011_000, 41000, True, PSH | ACK, 100),                                            # in flight at the stop
+    (1_500_000, 41000, True, FIN | ACK, 0), (1_900_000, 41000, False, PSH | ACK, 500),   # answered after the FIN
+    (1_000_000, 41001, True, PSH | ACK, 100), (1_020_000, 41001, False, PSH | ACK, 500),  # timed: 20 ms
+    (1_021_000, 41001, True, PSH | ACK, 100),
+    (1_500_000, 41001, True, RST | ACK, 0), (1_700_000, 41001, False, PSH | ACK, 500),   # answered after an RST
+    (1_000_000, 41002, True, PSH | ACK, 100), (1_030_000, 41002, False, PSH | ACK, 500),  # timed: 30 ms,
+    (1_031_000, 41002, True, FIN | ACK, 0), (1_031_500, 41002, False, FIN | ACK, 0),    # then closed
+]
+
+
+def test_a_response_after_the_client_closed_is_counted_but_not_timed(tmp_path):
+    """The tool stopped with those requests in flight and never timed them: Nginx served them (pairs,
+    as server_requests counts them), but their latencies would be the slow tail the tool did not see."""
+    path = tmp_path / "abandoned.pcap"
+    path.write_bytes(pcap(ABANDONED))
+    fast, reference = _summarise_fixed(path.read_bytes(), 8080), _summarise_packets(path.read_bytes(), 8080)
+    assert fast is not None and fast.describe() == reference.describe()
+    assert fast.pairs == 5 and fast.after_close == 2 and fast.unanswered == 0
+    assert sorted(fast.latencies_ms) == sorted(reference.latencies_ms) == [10.0, 20.0, 30.0]
+    assert fast.describe()["p50_ms"] == 20.0 and fast.describe()["max_ms"] == 30.0
+
+
+# `harness run --runtime host --capture --keep-pcap --tools ab,wrk` at 50 VUs on a slow backend (every request
+# sleeps 0-1000 ms at the file server; scenario.yaml), 2 s: about one request per connection was in flight at
+# each tool's stop. ab closes those connections (FIN, then RST at the late responses); wrk leaves them open
+# until it exits, and 36 of its 50 late responses came after even that.
+SLOW = next((FIXTURES / "wire" / "slow-backend").glob("*-host"))
+SLOW_RUNS = {row["tool"]: row for row in csv.DictReader((SLOW / "runs.csv").open())}
+
+
+def slow_pcap(tool: str) -> Path:
+    return SLOW / "delay0-1000-vu50" / tool / "lth-capture.pcap"
+
+
+@pytest.mark.parametrize("tool", ["ab", "wrk"])
+def test_the_wire_times_exactly_the_requests_the_tool_timed(tool):
+    """Nginx served every pair (the late ones too: pairs + unanswered = server_requests), but the tool's
+    report holds only those answered before it stopped, and so do the wire's percentiles."""
+    summary, row = summarise(slow_pcap(tool), 80), SLOW_RUNS[tool]
+    described = summary.describe()
+    assert summary.pairs + summary.unanswered == int(row["server_requests"])
+    timed = summary.pairs - summary.after_close - (described["answered_after_stop"] if tool == "wrk" else 0)
+    assert timed == int(row["requests"]) and summary.after_close > 0, (summary.pairs, summary.after_close, described)
+    p50 = described["p50_until_stop_ms"] if tool == "wrk" else described["p50_ms"]
+    assert abs(float(row["lat_p50_ms"]) - p50) < 5          # 360-410 ms: each tool's p50 on the wire's
+    assert float(row["wire_p50_ms"]) == pytest.approx(p50, abs=0.001) and "responses that ended after the tool" in row["notes"]
+
+
+@pytest.mark.parametrize("tool", ["ab", "wrk"])
+def test_the_numpy_path_reads_a_capture_with_short_rsts(tool):
+    """An RST without TCP options is 54 bytes, under the 64-byte snap length: the file is not one stride."""
+    data = slow_pcap(tool).read_bytes()
+    assert (len(data) - 24) % 80 != 0                       # the fixture has such records
+    fast, reference = _summarise_fixed(data, 80), _summarise_packets(data, 80)
+    assert fast is not None and fast.describe() == reference.describe()
+    assert (np.sort(fast.latencies_ms) == np.sort(reference.latencies_ms)).all()
+
+
+def test_rederive_parses_a_kept_pcap_again(tmp_path):
+    """A summary stored by an older parser (here: its p50 and the new counts replaced) is parsed again
+    from the pcap kept beside it; wrk's wire p50 is then its own to within a millisecond."""
+    folder = tmp_path / SLOW.name
+    shutil.copytree(SLOW, folder)
+    record_path = folder / "delay0-1000-vu50" / "wrk" / "record.json"
+    record = json.loads(record_path.read_text())
+    for key in ("after_close", "answered_after_stop", "p50_until_stop_ms", "p99_until_stop_ms"):
+        del record["capture"][key]
+    record["capture"]["p50_ms"] = 999.0
+    record_path.write_text(json.dumps(record))
+    result = harness("rederive", str(folder), timeout=120)
+    assert result.returncode == 0, result.stderr
+    wrk = next(r for r in rows_of_folder(folder) if r["tool"] == "wrk")
+    assert abs(float(wrk["tool_error_p50_ms"])) < 1, wrk["tool_error_p50_ms"]
+    assert "does not time the requests in flight when it stops" in wrk["notes"]
+
+
+def rows_of_folder(folder: Path) -> list[dict]:
+    return list(csv.DictReader((folder / "runs.csv").open()))
+
+
 def test_a_pcap_cut_short_keeps_the_whole_packets(tmp_path):
     data = (AB / "capture.pcap").read_bytes()
     cut = tmp_path / "cut.pcap"

@@ -92,7 +92,7 @@ def derive(record: RunRecord, adapter: ToolAdapter, run_dir: Path, results_dir: 
         row.mem_baseline_mb = footprint
         _note(row, bottleneck.mem_per_vu_note(row.mem_avg_mb, footprint))
     if record.capture is not None:
-        wire.fill(row, record.capture, via_gets)
+        wire.fill(row, record.capture, via_gets, adapter.stops_timing_before_closing)
         meta["wire"] = record.capture
     target.check_keepalive(row)
     if record.error is not None:

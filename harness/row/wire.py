@@ -6,9 +6,10 @@ from __future__ import annotations
 from harness.results import RunRow
 
 
-def fill(row: RunRow, capture: dict, probe_gets: int = 0) -> None:
+def fill(row: RunRow, capture: dict, probe_gets: int = 0, stops_timing_before_closing: bool = False) -> None:
     """``capture``: the capture's summary, ``{"skipped": why}`` or ``{"error": ...}`` (see Capture.summary);
-    ``probe_gets``: requests on the captured path that were the harness's RTT probe, not the tool's."""
+    ``probe_gets``: requests on the captured path that were the harness's RTT probe, not the tool's;
+    ``stops_timing_before_closing``: the adapter's flag (the wire's p50/p99 then end at the tool's stop)."""
     if "skipped" in capture:
         _note(row, f"no wire capture: {capture['skipped']}")
         return
@@ -17,6 +18,13 @@ def fill(row: RunRow, capture: dict, probe_gets: int = 0) -> None:
         return
     row.wire_requests = capture["pairs"] - probe_gets
     row.wire_p50_ms, row.wire_p99_ms = capture["p50_ms"], capture["p99_ms"]
+    if capture.get("after_close"):
+        _note(row, f"wire p50/p99 leave out {capture['after_close']:,} responses that ended after the tool closed "
+                   "their connection (in flight when it stopped; counted in wire_requests)")
+    if stops_timing_before_closing and capture.get("answered_after_stop"):
+        row.wire_p50_ms, row.wire_p99_ms = capture["p50_until_stop_ms"], capture["p99_until_stop_ms"]
+        _note(row, f"wire p50/p99 leave out {capture['answered_after_stop']:,} responses that ended after the "
+                   f"tool's last request: {row.tool} does not time the requests in flight when it stops")
     row.wire_connect_ms = capture.get("connect_p50_ms")      # summaries stored before it lack the key
     row.wire_connections = capture.get("connections")
     if row.wire_connections and row.wire_requests is not None:
