@@ -3,12 +3,12 @@
 #               SHAPER=auto|netem|toxiproxy  RESUME=results/<folder> [FORCE=1]  RESULTS_ROOT=results
 #               CAPTURE=1 (tcpdump: wire latency next to each tool's)
 #               SCENARIOS=scenarios/targets.yaml (keep-alive off, HTTPS, proxies, a slow backend: targets/README.md)
-#               CPUS_TARGET=0  CPUS_TOOL=1  ISOLATION=0 (target and tool share every CPU)
+#               CPUS_TARGET=0  CPUS_TOOL=1  ISOLATION=0 (target and tool share every CPU)  GRACE=30 (s past the duration)
 #               TARGET_HOST=ssh://root@host|CONTEXT (Nginx on another machine; README: Two machines)
 #               GENERATOR_HOST=ssh://root@a|CONTEXT[,...] (the tools there, with TARGET_HOST; several: merged)
 #               LAB_GENERATORS=1|2  LAB_RUNTIME=host|docker (make bench-lab: generator and target hosts made here)
 #               make bench-capacity (RUNTIME defaults to host there): STEP_DURATION=5  SLO_P99_MS=  RESOLUTION=0.02
-#               MAX_STEPS=12  START_RPS=1000  VUS=1000  (and TOOLS, CAPTURE, RESUME, RESULTS_ROOT as above)
+#               MAX_STEPS=12  START_RPS=1000  VUS=1000  (and TOOLS, CAPTURE, RESUME, RESULTS_ROOT, CPUS_*, ISOLATION, GRACE)
 PY        := .venv/bin/python
 TOOLS     ?= all
 SCENARIOS ?= scenarios/shootout.yaml
@@ -26,14 +26,15 @@ CAPTURE   ?=
 CPUS_TARGET ?=
 CPUS_TOOL ?=
 ISOLATION ?= 1
+GRACE     ?=
 TARGET_HOST ?=
 GENERATOR_HOST ?=
+CPU_ARGS = $(if $(CPUS_TARGET),--cpus-target $(CPUS_TARGET)) $(if $(CPUS_TOOL),--cpus-tool $(CPUS_TOOL)) \
+           $(if $(filter 0,$(ISOLATION)),--no-isolation) $(if $(GRACE),--grace $(GRACE))
 RUN_ARGS = --tools $(TOOLS) --scenarios $(SCENARIOS) --runtime $(RUNTIME) --shaper $(SHAPER) --repeat $(REPEAT) \
            --results-root $(RESULTS_ROOT) \
            $(if $(DURATION),--duration $(DURATION)) $(if $(RESUME),--resume $(RESUME)) $(if $(FORCE),--force) \
-           $(if $(CPUS_TARGET),--cpus-target $(CPUS_TARGET)) $(if $(CPUS_TOOL),--cpus-tool $(CPUS_TOOL)) \
-           $(if $(filter 0,$(ISOLATION)),--no-isolation) \
-           $(if $(CAPTURE),--capture) $(if $(TARGET_HOST),--target-host $(TARGET_HOST)) \
+           $(CPU_ARGS) $(if $(CAPTURE),--capture) $(if $(TARGET_HOST),--target-host $(TARGET_HOST)) \
            $(if $(GENERATOR_HOST),--generator-host $(GENERATOR_HOST))
 
 .PHONY: deps bench-all bench-quick bench-capacity bench-lab test test-netem compare-shapers test-unit test-e2e list-tools clean-state report rederive compare
@@ -65,7 +66,7 @@ CAPACITY_ARGS = --tools $(TOOLS) --runtime $(RUNTIME) --results-root $(RESULTS_R
                 $(if $(STEP_DURATION),--step-duration $(STEP_DURATION)) $(if $(SLO_P99_MS),--slo-p99-ms $(SLO_P99_MS)) \
                 $(if $(RESOLUTION),--resolution $(RESOLUTION)) $(if $(MAX_STEPS),--max-steps $(MAX_STEPS)) \
                 $(if $(START_RPS),--start-rps $(START_RPS)) $(if $(VUS),--vus $(VUS)) \
-                $(if $(CAPTURE),--capture) $(if $(RESUME),--resume $(RESUME))
+                $(if $(CAPTURE),--capture) $(if $(RESUME),--resume $(RESUME)) $(CPU_ARGS)
 bench-capacity: RUNTIME = host
 bench-capacity: deps
 	$(PY) -m harness capacity $(CAPACITY_ARGS); $(REPORT_AFTER)

@@ -55,8 +55,6 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--resume", type=_absolute_path, metavar="FOLDER",
                      help="continue an interrupted results folder: runs it finished ok are skipped")
     run.add_argument("--force", action="store_true", help="with --resume: redo finished runs as well")
-    run.add_argument("--grace", type=_positive_int, metavar="SECONDS",
-                     help="kill a tool still running this long after its duration (default: max(30, 50%% of it))")
     run.add_argument("--capture", action="store_true",
                      help="record the tool's packets with tcpdump: wire latency next to the tool's (wire_* columns)")
     run.add_argument("--keep-pcap", action="store_true",
@@ -70,10 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--generator-host", metavar="ssh://[USER@]HOST[:PORT]|CONTEXT[,...]",
                      help="run the tools on that machine (with --target-host); several, comma-separated: every run is "
                           "split evenly over them and merged into one row (README: Two machines)")
-    run.add_argument("--cpus-target", metavar="LIST", help="CPUs for Nginx (e.g. 0 or 0-1; default: the first half)")
-    run.add_argument("--cpus-tool", metavar="LIST", help="CPUs for the load generator (default: the CPUs the target has not)")
-    run.add_argument("--no-isolation", action="store_true",
-                     help="let the target and the tool share every CPU (isolation is on by default on >= 2 CPUs)")
+    _add_cpus_and_grace(run)
 
     _capacity_parser(commands)
     commands.add_parser("list-tools", help="show the tool adapters found in tools/")
@@ -90,6 +85,17 @@ def build_parser() -> argparse.ArgumentParser:
                                                      "raw files (after a parser fix), running nothing")
     rederive.add_argument("folder", type=_absolute_path, help="a results folder, e.g. results/latest")
     return parser
+
+
+def _add_cpus_and_grace(parser: argparse.ArgumentParser) -> None:
+    """The options `run` and `capacity` share: where Nginx and the tool run, and when a hung tool is killed."""
+    parser.add_argument("--grace", type=_positive_int, metavar="SECONDS",
+                        help="kill a tool still running this long after its duration (default: max(30, 50%% of it))")
+    parser.add_argument("--cpus-target", metavar="LIST", help="CPUs for Nginx (e.g. 0 or 0-1; default: the first half)")
+    parser.add_argument("--cpus-tool", metavar="LIST",
+                        help="CPUs for the load generator (default: the CPUs the target has not)")
+    parser.add_argument("--no-isolation", action="store_true",
+                        help="let the target and the tool share every CPU (isolation is on by default on >= 2 CPUs)")
 
 
 def _positive_float(text: str) -> float:
@@ -129,6 +135,7 @@ def _capacity_parser(commands: argparse._SubParsersAction) -> None:
                           help="continue a capacity folder: steps it finished ok are not run again")
     capacity.add_argument("--results-root", type=_absolute_path, default=REPO_ROOT / "results",
                           help="where results/<timestamp>-<runtime>/ folders go (default: results/)")
+    _add_cpus_and_grace(capacity)
 
 
 def _capacity(args: argparse.Namespace) -> int:
@@ -140,7 +147,7 @@ def _capacity(args: argparse.Namespace) -> int:
                         target=args.target)
     plan = Plan(runtime=args.runtime, tools=tools, scenarios=[settings.rate_scenario(settings.start_rps)],
                 results_root=args.results_root, resume=args.resume, capture=args.capture or args.keep_pcap,
-                keep_pcap=args.keep_pcap)
+                keep_pcap=args.keep_pcap, grace_s=args.grace, split=_split(args))
     folder, entries = run_capacity(plan, settings)
     print("\n" + "\n".join(summary_line(e) for e in entries) + f"\nresults in {folder.path} (capacity.json)")
     found = [e for e in entries if e.get("max_sustained_rps") is not None or e.get("closed_loop_rps") is not None]
@@ -188,7 +195,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _split(args: argparse.Namespace) -> CpuSplit:
-    if args.target_host:
+    if getattr(args, "target_host", None):     # `capacity` has no --target-host
         from harness.runtimes.remote import remote_split
         return remote_split(args.cpus_target, args.cpus_tool, _generator_hosts(args.generator_host))
     return choose_split(not args.no_isolation, args.cpus_target, args.cpus_tool)

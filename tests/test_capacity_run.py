@@ -6,6 +6,7 @@ gets one line and exit status 2."""
 import json
 import re
 from contextlib import contextmanager
+from types import SimpleNamespace
 
 import pytest
 
@@ -155,6 +156,7 @@ CASES = {
     "nothing can pace": (["--tools", "ab,h2load"], "--tools ab,h2load: none of them can pace a rate"),
     "resolution not a number": (["--tools", "oha", "--resolution", "fine"], "argument --resolution: must be a number"),
     "start rate too high": (["--tools", "oha", "--start-rps", "2000000"], "--start-rps 2000000: at most 1,000,000"),
+    "cpu sets overlap": (["--tools", "oha", "--cpus-tool", "0-1", "--cpus-target", "1"], "overlap"),
 }
 
 
@@ -166,3 +168,18 @@ def test_bad_input_gets_one_clear_line(case, tmp_path):
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and expected in lines[0], result.stderr
     assert not any(tmp_path.iterdir()), "bad input must not create a results folder"
+
+
+def test_the_cpu_split_and_grace_reach_the_capacity_plan(monkeypatch):
+    """`capacity` takes `run`'s --cpus-target/--cpus-tool/--no-isolation and --grace: the knee depends on
+    the CPUs Nginx and the tool have, and a step's hung tool is killed like any run's."""
+    from harness import capacity_run, cli
+    planned = []
+    folder = SimpleNamespace(path="nowhere")
+    monkeypatch.setattr(capacity_run, "run_capacity", lambda plan, settings: planned.append(plan) or (folder, []))
+    cli.main(["capacity", "--runtime", "host", "--tools", "oha", "--cpus-target", "0", "--cpus-tool", "1",
+              "--grace", "7"])
+    cli.main(["capacity", "--runtime", "host", "--tools", "oha", "--no-isolation"])
+    split, shared = planned[0].split, planned[1].split
+    assert (split.target, split.tool, planned[0].grace_s) == ((0,), (1,), 7)
+    assert not shared.isolated and planned[1].grace_s is None
