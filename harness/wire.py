@@ -13,7 +13,7 @@ delays over 3 s put ~1,000 of ~5,000 responses there, and the wire's p50 ~50 ms 
 A tool that stops timing at its duration but closes its connections only at exit (wrk) leaves no FIN
 to go by: for it, ``p50_until_stop_ms``/``p99_until_stop_ms`` leave out the responses that ended after
 the last request on the capture (the tool's stop; ``answered_after_stop`` of them). Which figure a row
-takes is the adapter's ``times_requests_in_flight_at_stop`` (harness/row/wire.py).
+takes is the adapter's ``stops_timing_before_closing`` (harness/row/wire.py).
 Handshake time = a connection's opening SYN (the first, if retransmitted) to the server's first SYN|ACK
 after it: about the RTT when the shaper delays the handshake (netem), the native hop when it does not.
 Payload sizes come from the IP and TCP headers, so a header-only snap length is enough.
@@ -85,7 +85,8 @@ class WireSummary:
         span = (self.last_ns - self.first_ns) / 1e9 if self.first_ns is not None and self.last_ns is not None else None
         timed, until_stop = len(self.latencies_ms), self.until_stop_ms()
         return {"pairs": self.pairs, "connections": self.connections, "unanswered": self.unanswered,
-                "after_close": self.after_close, "unsolicited": self.unsolicited, "packets": self.packets, "short": self.short, "span_s": span,
+                "after_close": self.after_close, "unsolicited": self.unsolicited, "packets": self.packets,
+                "short": self.short, "span_s": span,
                 "p50_ms": self.percentile(50), "p99_ms": self.percentile(99),
                 "min_ms": float(self.latencies_ms.min()) if timed else None,
                 "max_ms": float(self.latencies_ms.max()) if timed else None,
@@ -272,16 +273,12 @@ def _record_offsets(data: bytes | mmap.mmap, order: str) -> np.ndarray | None:
         captured = np.frombuffer(data, dtype=order + "u4", count=len(offsets) * width // 4, offset=24)[2::width // 4]
         if (captured == FIXED_SNAPLEN).all():
             return offsets
-    record, offsets, offset, end = struct.Struct(order + "8xI4x"), [], 24, len(data)
-    while offset + 16 <= end:
-        captured, = record.unpack_from(data, offset)
-        if offset + 16 + captured > end:
-            break                      # cut short (a killed capture): the partial packet is dropped
+    walked = []
+    for _, frame, captured in _records(data):
         if captured < READ_UPTO:
             return None
-        offsets.append(offset)
-        offset += 16 + captured
-    return np.array(offsets, dtype=np.int64)
+        walked.append(frame - 16)
+    return np.array(walked, dtype=np.int64)
 
 
 def _summarise_fixed(data: bytes | mmap.mmap, server_port: int) -> WireSummary | None:
