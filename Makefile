@@ -102,14 +102,15 @@ rederive:
 	@DEPS_VENV_ONLY=1 scripts/deps.sh
 	$(PY) -m harness rederive $(RESULTS)
 
-# The whole suite, as CI runs it (.ci/run): root, Docker, every tool and Chromium; then the netem
-# VM tier (the whole suite fails if either does). What an earlier run killed with -9 left on this
-# machine (a session's stop, a shared CI host) is swept first and listed: the suite's own leak checks
-# are about what the suite leaves.
+# The whole suite, as CI runs it (.ci/run): root, Docker, every tool, Chromium and the VM kernel installed
+# first, then its tiers (scripts/run-tests.py): unit (in parallel), the as-typed and end-to-end tests (one
+# at a time), the netem VM tier; it fails if any does, and ends with each tier's wall time against the
+# budget (tests/README.md). What an earlier run killed with -9 left on this machine (a session's stop, a
+# shared CI host) is swept first and listed: the suite's own leak checks are about what the suite leaves.
 test:
 	NEED_BROWSER=1 NEED_SSHD=1 scripts/deps.sh $(TEST_TOOLS)
-	$(PY) -m harness clean-state
-	LTH_TEST_TOOLS=all $(PY) -m pytest -q -rs --durations=25 tests; status=$$?; $(MAKE) --no-print-directory test-netem || status=1; exit $$status
+	scripts/install-vm.sh
+	$(PY) scripts/run-tests.py --installed-since $(shell date +%s)   # make expands it before the first line runs
 
 # netem on a real kernel: Debian's stock kernel booted with virtme-ng (scripts/install-vm.sh,
 # scripts/in-vm), the tests in tests/netem_vm run inside it in the host runtime; their results stay in

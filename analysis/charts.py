@@ -45,7 +45,9 @@ def spread(df: pd.DataFrame, metric: str) -> pd.DataFrame:
     measurable here" (analysis/uncertainty.py: too few requests for the percentile, CV over the limit) has
     no median and the flag as its status; a (scenario, label) without an ok run is kept, with NaN figures."""
     rows = []
-    for (scenario, label), runs in df.groupby(["scenario", "label"]):
+    # only the columns used: a group of the whole (wide) frame costs a copy of every column
+    needed = df[[c for c in ("scenario", "label", "status", metric, "requests") if c in df]]
+    for (scenario, label), runs in needed.groupby(["scenario", "label"]):
         ok = runs[runs["status"] == OK]
         requests = ok["requests"] if "requests" in ok else []
         found = estimate(list(ok[metric]), metric, list(requests))

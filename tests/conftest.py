@@ -68,6 +68,40 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items[:] = keep
 
 
+# --- tiers: where the suite's time goes (scripts/run-tests.py prints it against the budget) -----------------
+def tier(item: pytest.Item) -> str:
+    """unit (no e2e marker), as-typed (the README's commands in a throw-away clone), or e2e."""
+    if not item.get_closest_marker("e2e"):
+        return "unit"
+    return "as-typed" if item.get_closest_marker("as_typed") or "bench_quick" in item.fixturenames else "e2e"
+
+
+_TIER_SECONDS: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    tiers = getattr(report, "tier", None)
+    if tiers:
+        _TIER_SECONDS[tiers] = _TIER_SECONDS.get(tiers, 0.0) + report.duration
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call):
+    outcome = yield
+    outcome.get_result().tier = tier(item)      # setup (a shared run's fixture), call and teardown alike
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    if (path := os.environ.get("LTH_TIER_TIMES")) and _TIER_SECONDS:
+        Path(path).write_text(json.dumps(_TIER_SECONDS))
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    if _TIER_SECONDS:
+        terminalreporter.write_line("time per tier: " + ", ".join(f"{name} {seconds / 60:.1f} min"
+                                                                  for name, seconds in sorted(_TIER_SECONDS.items())))
+
+
 def _lines(argv: list[str]) -> list[str]:
     result = subprocess.run(argv, capture_output=True, text=True)
     return [line for line in result.stdout.splitlines() if line.strip()]
@@ -196,6 +230,22 @@ def assert_rederives(folder: Path, scratch: Path) -> None:
     result = harness("rederive", str(copy), timeout=600)
     assert result.returncode == 0, result.stdout + result.stderr
     assert rederived_differences(folder / "runs.csv", copy) == []
+
+
+# --- reports: built once per input and test process, read by every test that only reads the page -----------
+@pytest.fixture(scope="session")
+def report_of(tmp_path_factory) -> Callable[[list[Path]], Path]:
+    """analysis.report.build of ``folders`` (unchanged inputs, e.g. results/sample), its index.html; the charts
+    beside it. A test that edits a folder builds its own."""
+    from analysis.report import build
+    built: dict[tuple[Path, ...], Path] = {}
+
+    def report(folders: list[Path]) -> Path:
+        key = tuple(folders)
+        if key not in built:
+            built[key] = build(list(folders), tmp_path_factory.mktemp("report"))
+        return built[key]
+    return report
 
 
 # --- captured tool outputs (tests/fixtures/<tool>/<case>/) --------------------------------------------------

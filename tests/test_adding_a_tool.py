@@ -13,7 +13,7 @@ from conftest import DURATION_AS_TYPED, make_as_typed, require_root_tools, throw
 
 EXAMPLE = Path(__file__).resolve().parent / "example_tool"
 TOOL = "httperf"
-pytestmark = [pytest.mark.e2e, pytest.mark.tools(TOOL)]
+pytestmark = [pytest.mark.e2e, pytest.mark.as_typed, pytest.mark.tools(TOOL)]
 
 
 @pytest.fixture(scope="module")

@@ -354,7 +354,7 @@ def test_a_capture_that_cannot_start_is_a_note_not_a_failure(tmp_path):
 CAPTURED = next((FIXTURES / "wire" / "results-host").iterdir())
 
 
-def test_the_report_draws_latency_accuracy_from_captured_runs_only(tmp_path):
+def test_the_report_draws_latency_accuracy_from_captured_runs_only(tmp_path, report_of):
     from analysis import load_results
     from analysis.report import build
     page = build([CAPTURED], tmp_path / "captured").read_text()
@@ -362,5 +362,5 @@ def test_the_report_draws_latency_accuracy_from_captured_runs_only(tmp_path):
     assert 'id="chart-latency_accuracy"' in page and "wire figures: tcpdump on the generator's side" in page
     df = load_results(CAPTURED)
     assert (df["lat_added_ms"] == df["tool_error_p50_ms"]).all() and (df["lat_added_ms"] > 0).all()
-    sample = build(sorted((REPO / "results" / "sample").iterdir()), tmp_path / "sample").read_text()
+    sample = report_of(sorted((REPO / "results" / "sample").iterdir())).read_text()
     assert 'id="chart-latency_accuracy"' not in sample and "no run was captured" in sample

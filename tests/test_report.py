@@ -62,12 +62,12 @@ def parse(html_file: Path) -> Tables:
     return tables
 
 
-def test_every_chart_is_written_and_referenced_and_tables_equal_runs_csv(tmp_path):
-    index = build(SAMPLE, tmp_path)
+def test_every_chart_is_written_and_referenced_and_tables_equal_runs_csv(report_of):
+    index = report_of(SAMPLE)
     page = parse(index)
     for name in set(CHARTS) - NEEDS_CAPTURE:               # the sample has no capture: tests/test_capture.py
         for ext in ("png", "svg"):
-            assert (tmp_path / f"{name}.{ext}").stat().st_size > 1000, name
+            assert (index.parent / f"{name}.{ext}").stat().st_size > 1000, name
         assert f"{name}.png" in page.images
     with (HOST / "runs.csv").open(newline="") as handle:
         rows = list(csv.reader(handle))
@@ -76,10 +76,10 @@ def test_every_chart_is_written_and_referenced_and_tables_equal_runs_csv(tmp_pat
     assert {r[0] for r in ratios[1:]} == {"wrk", "ab"} and all(float(r[2]) > 0 for r in ratios[1:])
 
 
-def test_summary_medians_come_from_the_runs(tmp_path):
+def test_summary_medians_come_from_the_runs(report_of):
     df = load_results(HOST)
     wrk = df[(df["tool"] == "wrk") & (df["scenario"] == "vu20-rtt0.1")]
-    page = parse(build([HOST], tmp_path))
+    page = parse(report_of([HOST]))
     header, *body = page.tables["summary"]
     row = next(r for r in body if r[0] == "vu20-rtt0.1" and r[1] == "wrk")
     shown = float(row[header.index("rps")].split(" ")[0].replace(",", ""))
@@ -117,11 +117,11 @@ def test_load_results_combines_folders_with_labels_and_environment():
 
 
 @pytest.mark.e2e
-def test_a_headless_browser_renders_the_report_with_every_image(tmp_path):
+def test_a_headless_browser_renders_the_report_with_every_image(tmp_path, report_of):
     chromium = shutil.which("chromium")
     if chromium is None:
         pytest.fail("chromium is missing: `make test` installs it (scripts/deps.sh)")
-    index = build(SAMPLE, tmp_path / "report")
+    index = report_of(SAMPLE)
     flags = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
              "--disable-background-networking", "--disable-component-update", "--disable-sync",
              f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=5000"]
@@ -210,8 +210,8 @@ def test_failed_runs_are_listed_with_their_error_before_the_first_chart(with_fai
     assert "1 failed, 2 timeout, 2 unsupported of 10 runs" in html
 
 
-def test_all_ok_says_so_in_one_line(tmp_path):
-    html = build([HOST], tmp_path).read_text()
+def test_all_ok_says_so_in_one_line(report_of):
+    html = report_of([HOST]).read_text()
     assert "None: all 8 runs ran ok." in html and 'id="failed"' not in html
 
 
@@ -284,7 +284,7 @@ def test_summary_numbers_never_print_in_exponent_form():
     assert [number(v) for v in (None, float("nan"), "not measurable here")] == ["", "", "not measurable here"]
 
 
-def test_the_rps_chart_draws_no_target_capacity(tmp_path):
+def test_the_rps_chart_draws_no_target_capacity(report_of):
     """A capacity line would be the chart's own best bar (circular), repeated on panels where it cannot
     apply: there is none until a real capacity measurement exists."""
     import matplotlib.pyplot as plt
@@ -297,7 +297,7 @@ def test_the_rps_chart_draws_no_target_capacity(tmp_path):
     finally:
         plt.close(fig)
     assert not hasattr(analysis.charts, "target_capacity")
-    assert "capacity" not in build(SAMPLE, tmp_path).read_text()
+    assert "capacity" not in report_of(SAMPLE).read_text()
 
 
 @pytest.mark.parametrize("scenarios, runtimes", [(4, 1), (1, 1), (2, 3)],

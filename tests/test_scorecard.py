@@ -125,9 +125,8 @@ def test_the_summary_ranks_rps_per_scenario_with_ties(tmp_path):
     assert sum(v.startswith("=") for (s, _), v in ranks.items() if s == "vu100-rtt50") >= 5
 
 
-def test_scorecard_csv_holds_every_cell_and_its_source(tmp_path):
-    build(SAMPLE, tmp_path / "report")
-    with (tmp_path / "report" / "scorecard.csv").open() as handle:
+def test_scorecard_csv_holds_every_cell_and_its_source(report_of):
+    with (report_of(SAMPLE).parent / "scorecard.csv").open() as handle:
         table = list(csv.DictReader(handle))
     rows = card(SAMPLE)
     assert [r["tool"] for r in table] == [r["tool"] for r in rows]
@@ -138,11 +137,11 @@ def test_scorecard_csv_holds_every_cell_and_its_source(tmp_path):
 
 
 @pytest.mark.e2e
-def test_the_scorecard_is_on_the_first_screen_in_a_headless_browser(tmp_path):
+def test_the_scorecard_is_on_the_first_screen_in_a_headless_browser(tmp_path, report_of):
     chromium = shutil.which("chromium")
     if chromium is None:
         pytest.fail("chromium is missing: `make test` installs it (scripts/deps.sh)")
-    index = build(QUICK3 or SAMPLE, tmp_path / "report")
+    index = report_of(QUICK3 or SAMPLE)
     flags = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
              "--disable-background-networking", "--disable-component-update", "--disable-sync",
              f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=5000", "--window-size=1400,900"]
@@ -156,10 +155,10 @@ def test_the_scorecard_is_on_the_first_screen_in_a_headless_browser(tmp_path):
         assert row["sentence"].replace("'", "&#39;") in dom or row["sentence"] in dom
 
 
-def test_a_column_no_tool_has_is_said_once_on_the_page(tmp_path):
+def test_a_column_no_tool_has_is_said_once_on_the_page(report_of):
     absent = scorecard.absent_columns(card(SAMPLE))
     assert absent["p50_error_ms"] == "p50 − wire ms: not captured: run with CAPTURE=1"
     assert "req_per_cpu_s" not in absent or absent["req_per_cpu_s"].startswith("req / CPU-s: ")
-    html = build(SAMPLE, tmp_path / "report").read_text()
+    html = report_of(SAMPLE).read_text()
     assert html.count("not captured: run with CAPTURE=1") == 2      # p50 and p99, once each, not per tool
     assert ">p50 − wire ms</th>" not in html

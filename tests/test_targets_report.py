@@ -8,7 +8,7 @@ from statistics import median
 
 import pytest
 
-from analysis import report, scorecard
+from analysis import scorecard
 from analysis.load import load_results
 from analysis.targets import cost_table, proxy_table, slow_backend_table
 
@@ -81,8 +81,8 @@ def test_held_means_every_connection_open_at_the_rate_the_delay_allows():
         assert (row["verdict"] == "held 1,000 connections") == held, row
 
 
-def test_the_report_shows_the_three_tables_and_the_scorecard_columns(tmp_path):
-    html = report.build(FIXTURES, tmp_path).read_text()
+def test_the_report_shows_the_three_tables_and_the_scorecard_columns(report_of):
+    html = report_of(FIXTURES).read_text()
     for table in ("targets-cost-table", "targets-proxy-table", "targets-slow-table"):
         assert f'id="{table}"' in html
     card = {r["tool"]: r for r in scorecard.build(load_results(*FIXTURES))}
