@@ -22,7 +22,7 @@ from harness.scenarios import Scenario
 
 CLOSED = Scenario(id="vu2-rtt0.1", vus=2, rtt_ms=0.1, duration_s=1)
 RATE = Scenario(id="rate50", vus=2, rtt_ms=0.1, duration_s=1, rate_rps=50)
-GRACE_S = 3.0
+GRACE_S = 8.0          # a fake tool's interpreter may take seconds to start on a busy machine
 TOOLS = [FakeTool("fail"), FakeTool("hang"), FakeTool("garbage"), FakeTool("ok"), FakeTool("window"), FakeTool("wrapped-long"),
          FakeTool("ok", name="fake-unprepared"), FakeTool("ok", name="fake-open", open_model=True)]
 BROKEN = {"fake-unprepared": "image build failed: see build.log"}

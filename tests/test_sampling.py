@@ -29,17 +29,20 @@ def test_nothing_sampled_means_unknown_not_zero():
     assert usage.mem_avg_mb is None and usage.cpu_avg_pct is None
 
 
-def test_top_sees_a_real_child_process_memory_and_cpu():
-    # A child holding ~64 MiB and spinning a core for ~3.5 s, sampled through its parent.
+def test_top_sees_a_real_child_process_memory_and_cpu(tmp_path):
+    # A child holding ~64 MiB and spinning for ~3.5 s, sampled through its parent; it writes the share of a
+    # core it got (its CPU time over its wall time), which top's figure must match whatever else runs here.
+    share = tmp_path / "share"
     code = ("import time; b = bytearray(64 * 1024 * 1024); b[::4096] = b'x' * len(b[::4096]); "
-            "t = time.time()\nwhile time.time() - t < 3.5: pass")
+            "t, c = time.time(), time.process_time()\nwhile time.time() - t < 3.5: pass\n"
+            f"open('{share}', 'w').write(str((time.process_time() - c) / (time.time() - t)))")
     parent = subprocess.Popen(["sh", "-c", f"{sys.executable} -c \"{code}\"; true"])
     with TopSampler(lambda: process_tree(parent.pid)) as sampler:
         parent.wait(timeout=30)
     usage = summarise(sampler.samples)
     assert usage.samples >= 3
     assert usage.mem_peak_mb == pytest.approx(64 + 10, abs=12)   # the bytearray plus the interpreter
-    assert usage.cpu_avg_pct > 50
+    assert usage.cpu_avg_pct == pytest.approx(100 * float(share.read_text()), abs=25), share.read_text()
 
 
 def test_load_window_separates_startup_peak_from_steady_figures():
