@@ -47,16 +47,18 @@ def summary_table(df: pd.DataFrame) -> list[dict]:
     rows = []
     order = {s: i for i, s in enumerate(scenario_order(df))}
     keys = df[["scenario", "label", "tool", "runtime"]].drop_duplicates()
-    spreads = {m: spread(df, m).set_index(["scenario", "label"]) for m in SUMMARY_METRICS}
-    ranks = rps_ranks(spreads["rps"].reset_index())
+    spreads = {m: spread(df, m) for m in SUMMARY_METRICS}
+    cells = {m: _cells(stats) for m, stats in spreads.items()}
+    ranks = rps_ranks(spreads["rps"])
+    groups = dict(iter(df.groupby(["scenario", "label"])))
     for _, key in keys.sort_values(["scenario", "label"], key=lambda c: c.map(order) if c.name == "scenario" else c).iterrows():
-        runs = df[(df["scenario"] == key["scenario"]) & (df["label"] == key["label"])]
+        runs = groups[(key["scenario"], key["label"])]
         row = {"scenario": key["scenario"], "tool": key["label"], "runs": len(runs),
                "ok": int((runs["status"] == OK).sum()), "status": run_status(runs["status"]),
                "version": ", ".join(sorted(set(runs["tool_version"].dropna())))}
         ok = runs[runs["status"] == OK]
-        for metric, stats in spreads.items():
-            row[metric] = _cell(stats, (key["scenario"], key["label"])) or _below_resolution(ok, metric)
+        for metric in SUMMARY_METRICS:
+            row[metric] = cells[metric].get((key["scenario"], key["label"]), "") or _below_resolution(ok, metric)
         row["limited_by"] = ", ".join(sorted(set(ok["limited_by"].map(short_side))))
         row["rank"], row["tied"] = ranks.get((key["scenario"], key["label"]), ("", []))
         rows.append(row)
@@ -95,10 +97,12 @@ def status_counts(df: pd.DataFrame) -> str:
     return ", ".join(f"{counts[s]} {s}" for s in order)
 
 
-def _cell(stats: pd.DataFrame, key: tuple) -> str:
-    if key not in stats.index:
-        return ""
-    median, low, high, status = stats.loc[key, ["median", "low", "high", "status"]]
+def _cells(stats: pd.DataFrame) -> dict[tuple[str, str], str]:
+    """Each (scenario, label)'s cell of one metric's spread."""
+    return {(r.scenario, r.label): _cell(r.median, r.low, r.high, r.status) for r in stats.itertuples()}
+
+
+def _cell(median: float, low: float, high: float, status: str) -> str:
     if pd.isna(median):
         return status if status.startswith(FLAGGED) else ""
     return number(median) if pd.isna(low) else f"{number(median)} ({number(low)}–{number(high)})"

@@ -182,6 +182,10 @@ class TypedRun:
     rows: list[dict]
 
     @property
+    def output_all(self) -> str:
+        return self.result.stdout + self.result.stderr
+
+    @property
     def output(self) -> str:
         return f"make {' '.join(self.arguments)} (exit {self.result.returncode}):\n" + \
             "\n".join((self.result.stdout + self.result.stderr).splitlines()[-60:])

@@ -7,6 +7,7 @@ The counts come from the registry and scenarios/quick.yaml, never from a number 
 """
 import csv
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -14,6 +15,8 @@ import pytest
 
 from conftest import make_as_typed, rederived_differences, selected_tools
 from harness import REPO_ROOT, registry, scenarios
+from harness.row import rtt_ok
+from harness.shaping import netem_available
 
 pytestmark = pytest.mark.e2e
 QUICK = REPO_ROOT / "scenarios" / "quick.yaml"
@@ -98,3 +101,136 @@ def test_make_bench_capacity_as_typed_searches_and_reports(bench_quick):
             assert abs(float(row["wire_rate_rps"]) / int(row["rate_target_rps"]) - 1) < 0.1, row
     html = (latest / "report" / "index.html").read_text()
     assert 'id="capacity-table"' in html and (latest / "report" / "latency_vs_rate.png").is_file()
+
+
+# --- what single-purpose runs of wrk, ab and JMeter proved, asserted on the as-typed runs ----------------------
+# (tests/README.md, "Merged tests": each was a harness run of its own before)
+def one_row(typed, scenario: str, tool: str) -> dict:
+    found = [r for r in typed.rows if (r["scenario"], r["tool"]) == (scenario, tool)]
+    assert len(found) == 1, typed.output
+    return found[0]
+
+
+def run_meta(typed, row: dict) -> dict:
+    return json.loads((typed.folder / row["run_dir"] / "meta.json").read_text())
+
+
+def tools_ran(*tools: str) -> bool:
+    return selected_tools() is None or set(tools) <= selected_tools()
+
+
+@pytest.mark.parametrize("runtime", ["docker", "host"])
+def test_wrk_and_ab_keep_their_raw_files_counted_by_nginx_with_the_environment(bench_quick, runtime):
+    """Was test_e2e.py::test_wrk_and_ab_run_for_real (a run of its own per runtime)."""
+    if not tools_ran("wrk", "ab"):
+        pytest.skip("wrk and ab are not among the selected tools")
+    typed = bench_quick(runtime)
+    for tool in ("wrk", "ab"):
+        row = one_row(typed, "vu20-rtt0.1", tool)
+        assert row["status"] == "ok" and row["runtime"] == runtime, row["error"]
+        requests, served = int(row["requests"]), int(row["server_requests"])
+        assert abs(served - requests) <= 0.02 * requests, (tool, served, requests)
+        for name in ("stdout.txt", "stderr.txt", "samples.csv", "meta.json"):
+            assert (typed.folder / row["run_dir"] / name).is_file(), (tool, name)
+    environment = json.loads((typed.folder / "environment.json").read_text())
+    for key in ("kernel", "cpu_model", "cores", "memory_gib", "harness_commit",
+                "docker_version" if runtime == "docker" else "nginx_version"):
+        assert key in environment, key
+
+
+def test_an_unshaped_run_records_its_measured_rtt_and_flags_a_miss_loudly(bench_quick):
+    """Was test_e2e.py::test_native_runs_record_the_measured_rtt (a host run of its own)."""
+    typed = bench_quick("host")
+    unshaped = [r for r in typed.rows if r["scenario"] == "vu20-rtt0.1" and r["status"] == "ok"]
+    assert unshaped, typed.output
+    for row in unshaped:
+        measured = float(row["rtt_measured_ms"])
+        assert row["shaper"] == "none" and 0 < measured < 5, row
+        # On a busy machine the native RTT can miss its 0.5 ms tolerance: then it is flagged, loudly.
+        assert row["rtt_ok"] == str(rtt_ok(measured, 0.1)), row
+    missed = [r for r in typed.rows if r["rtt_ok"] == "False"]
+    assert ("misses the target" in typed.output_all) == bool(missed)
+
+
+@pytest.mark.parametrize("runtime", ["docker", "host"])
+def test_wrk_through_the_shaper_sees_the_rtt_and_its_ceiling(bench_quick, runtime):
+    """Was test_e2e.py::test_wrk_at_10ms_rtt_sees_the_rtt_and_its_ceiling (a 10 ms run of its own per runtime);
+    here the quick start's 50 ms scenario, 100 VUs: the same 2,000 rps asked of the shaper."""
+    if not tools_ran("wrk"):
+        pytest.skip("wrk is not among the selected tools")
+    typed = bench_quick(runtime)
+    row = one_row(typed, "vu100-rtt50", "wrk")
+    assert row["status"] == "ok", row["error"]
+    assert row["shaper"] == ("netem" if netem_available()[0] else "toxiproxy")
+    measured = float(row["rtt_measured_ms"])
+    assert 49 <= measured <= 55 and row["rtt_ok"] == str(rtt_ok(measured, 50))
+    meta = run_meta(typed, row)
+    if row["shaper"] == "toxiproxy":
+        # the proxy's own delay (~1 ms) is taken off its toxic, so the 50 ms profile is met
+        shaping, probes = meta["shaping"], meta["shaping"]["probes"]
+        assert probes[0]["delay_ms"] == 50 and shaping["knob"] == "toxic latency"
+        closest = min(probes, key=lambda p: abs(p["probe_ms"] - 50))
+        assert shaping["delay_ms"] == closest["delay_ms"] and row["rtt_ok"] == "True", shaping
+        # Toxiproxy answers the handshake itself: a fresh connect costs the native hop, not the RTT
+        assert all(p["connect_ms"] < 5 for p in probes), probes
+        # probed through it and straight to Nginx while wrk ran (harness/row/bottleneck.py: "shaper")
+        under_load = meta["shaper_under_load"]
+        assert "not_used" not in under_load and under_load["direct_ms"] < 5, under_load
+        assert float(row["rtt_loaded_ms"]) == pytest.approx(under_load["via_ms"], abs=1e-3) and under_load["via_ms"] >= 49
+        assert float(row["shaper_added_ms"]) == pytest.approx(under_load["via_ms"] - measured, abs=1e-3)
+        assert float(row["shaper_cpu_pct"]) > 0 and "ms under the load: limited by" in typed.output_all
+    # wrk sees the RTT: its p50 sits on the measured RTT plus the queueing of a one-core target and proxy
+    assert measured - 0.5 <= float(row["lat_p50_ms"]) <= measured + 3
+    assert float(row["rps"]) <= 100 / 0.050
+    assert row["lat_added_ms"] == "" and row["wire_p50_ms"] == ""   # both need --capture (tests/test_capture.py)
+    assert f"RTT shaping: {row['shaper']}" in typed.output_all
+
+
+def allowed(typed, row: dict) -> dict[str, dict[str, str]]:
+    """group -> pid -> the CPUs its threads were allowed, as the harness read them during the run."""
+    groups = run_meta(typed, row)["cpus_allowed"]
+    return {group: {pid: seen["cpus"] for pid, seen in pids.items()} for group, pids in groups.items()}
+
+
+@pytest.mark.parametrize("runtime", ["docker", "host"])
+def test_isolation_holds_the_tool_and_nginx_on_their_cpus(bench_quick, runtime):
+    """Was test_isolation_e2e.py::test_isolation_on_and_off_is_recorded_in_every_row (its "on" half) and
+    ::test_docker_compose_cpusets_hold_the_tool_and_nginx, each a run of its own: isolation is the default."""
+    if not tools_ran("ab"):
+        pytest.skip("ab is not among the selected tools")
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("isolation needs at least 2 CPUs")
+    typed = bench_quick(runtime)
+    row = one_row(typed, "vu20-rtt0.1", "ab")
+    environment = json.loads((typed.folder / "environment.json").read_text())
+    assert environment["cpu_isolation"] is True
+    assert (row["cpus_target"], row["cpus_tool"]) == (environment["cpus_target"], environment["cpus_tool"])
+    assert row["cpus_target"] and row["cpus_tool"] and row["cpus_target"] != row["cpus_tool"]
+    cpus = allowed(typed, row)
+    assert set(cpus["tool"].values()) == {row["cpus_tool"]} and set(cpus["nginx"].values()) == {row["cpus_target"]}
+    assert float(row["target_cpu_pct"]) > 1
+    if runtime == "host":
+        assert len(cpus["nginx"]) >= 2                                 # master and at least one worker
+        assert float(row["req_per_cpu_s"]) > 0
+        assert row["tool_saturated"] in ("True", "False") and row["target_saturated"] in ("True", "False")
+        assert "isolation breached" not in row["notes"]
+
+
+def test_every_jmeter_process_and_thread_stays_on_the_tools_cpus(bench_quick):
+    """Was test_isolation_e2e.py::test_every_jmeter_process_and_thread_stays_on_the_tools_cpus (a run of its
+    own with --cpus-tool 1 --cpus-target 0: on 2 CPUs the default split is the same)."""
+    if not tools_ran("jmeter"):
+        pytest.skip("jmeter is not among the selected tools")
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("isolation needs at least 2 CPUs")
+    typed = bench_quick("host")
+    row = one_row(typed, "vu20-rtt0.1", "jmeter")
+    assert row["status"] == "ok", row["error"]
+    tool = allowed(typed, row)["tool"]
+    # The start script (a shell) and the JVM it launches; every thread of each was read.
+    assert set(tool.values()) == {row["cpus_tool"]}, tool
+    processes = list(run_meta(typed, row)["cpus_allowed"]["tool"].values())
+    jvm = [p for p in processes if p["name"] == "java"]
+    assert jvm and max(p["threads"] for p in jvm) > 10, processes
+    assert set(allowed(typed, row)["nginx"].values()) == {row["cpus_target"]}
+    assert "isolation breached" not in row["notes"]

@@ -23,18 +23,24 @@ TOOLS = ("wrk", "ab", "k6", "jmeter", "oha")
 pytestmark = [pytest.mark.e2e, pytest.mark.tools(*TOOLS)]
 
 
-@pytest.fixture
-def hosts(monkeypatch):
-    """Generators A and B, target C."""
+@pytest.fixture(scope="module")
+def lab_hosts():
+    """Generators A and B, target C: made once for the module (tests/test_lab.py proves a lab comes and goes)."""
     require_root_tools("ip", "ssh", "wrk")
     if reason := missing():
         pytest.skip(reason)
     with lab(3) as made:
-        monkeypatch.setenv(SSH_CONFIG_ENV, str(made[0].ssh_config))
         yield made
-        for host in made:
-            assert settled(host) == {host.sshd_pid}, host.url     # only the test's sshd runs there
-        assert not list(Path("/tmp").glob("lth-generator-*")) and not list(Path("/tmp").glob("lth-target-*"))
+
+
+@pytest.fixture
+def hosts(lab_hosts, monkeypatch):
+    """The module's lab, checked after each test: only its sshd runs on every host, nothing in /tmp."""
+    monkeypatch.setenv(SSH_CONFIG_ENV, str(lab_hosts[0].ssh_config))
+    yield lab_hosts
+    for host in lab_hosts:
+        assert settled(host) == {host.sshd_pid}, host.url     # only the test's sshd runs there
+    assert not list(Path("/tmp").glob("lth-generator-*")) and not list(Path("/tmp").glob("lth-target-*"))
 
 
 def settled(host, timeout_s: float = 5) -> set[int]:

@@ -22,18 +22,25 @@ TOOLS = ("wrk", "ab", "k6", "jmeter")
 pytestmark = [pytest.mark.e2e, pytest.mark.tools(*TOOLS)]
 
 
-@pytest.fixture
-def other_host(monkeypatch):
+@pytest.fixture(scope="module")
+def the_second_host():
+    """Made once for the module; gone without a trace at its end."""
     require_root_tools("ip", "ssh", "wrk", "ab")
     if reason := missing():
         pytest.skip(reason)
     with second_host() as host:
-        monkeypatch.setenv(SSH_CONFIG_ENV, str(host.ssh_config))
         yield host
-        assert target_leftovers() == []
-        assert settled(host) == {host.sshd_pid}       # only the test's sshd runs on the other side
     assert host.netns not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     assert not psutil.pid_exists(host.sshd_pid) and not host.workdir.exists()
+
+
+@pytest.fixture
+def other_host(the_second_host, monkeypatch):
+    """The module's second host, checked after each test: no Nginx left, only its sshd running there."""
+    monkeypatch.setenv(SSH_CONFIG_ENV, str(the_second_host.ssh_config))
+    yield the_second_host
+    assert target_leftovers() == []
+    assert settled(the_second_host) == {the_second_host.sshd_pid}
 
 
 def settled(host, timeout_s: float = 5) -> set[int]:
