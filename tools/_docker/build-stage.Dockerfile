@@ -16,12 +16,17 @@ COPY ${TOOL}/ /tmp/lth/${TOOL}/
 RUN LTH_IMAGE=1 /tmp/lth/${TOOL}/install.sh
 
 FROM ${BASE_IMAGE}
+# The same first layer in every generator image (both shared Dockerfiles, before any build arg): Docker's
+# build cache makes it once per machine, not once per tool.
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends netbase iproute2 curl \
+ && rm -rf /var/lib/apt/lists/*
 ARG RUNTIME_PACKAGES=
 # man1: openjdk's postinst needs it and slim images lack it.
-RUN apt-get update \
+RUN if [ -n "${RUNTIME_PACKAGES}" ]; then apt-get update \
  && mkdir -p /usr/share/man/man1 \
- && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends netbase iproute2 curl ${RUNTIME_PACKAGES} \
- && rm -rf /var/lib/apt/lists/*
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ${RUNTIME_PACKAGES} \
+ && rm -rf /var/lib/apt/lists/*; fi
 ARG INSTALLED
 COPY --from=build ${INSTALLED} ${INSTALLED}
 CMD ["sleep", "infinity"]

@@ -3,10 +3,15 @@
 # (harness/adapter.py docker_build): TOOL, its folder; RUNTIME_PACKAGES, extra Debian packages.
 ARG BASE_IMAGE=debian:bookworm-slim
 FROM ${BASE_IMAGE}
-ARG RUNTIME_PACKAGES=
+# The same first layer in every generator image (both shared Dockerfiles, before any build arg): Docker's
+# build cache makes it once per machine, not once per tool.
 RUN apt-get update \
- && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends netbase iproute2 curl ${RUNTIME_PACKAGES} \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends netbase iproute2 curl \
  && rm -rf /var/lib/apt/lists/*
+ARG RUNTIME_PACKAGES=
+RUN if [ -n "${RUNTIME_PACKAGES}" ]; then apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ${RUNTIME_PACKAGES} \
+ && rm -rf /var/lib/apt/lists/*; fi
 ARG TOOL
 COPY _lib/ /tmp/lth/_lib/
 COPY ${TOOL}/ /tmp/lth/${TOOL}/
