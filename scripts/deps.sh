@@ -44,6 +44,20 @@ fi
 folders=$(.venv/bin/python -m harness install-folders "$TOOLS") || exit 2
 if [ "${DEPS_RESOLVE_ONLY:-0}" = 1 ]; then echo "$folders"; exit 0; fi
 
+# Compiles (install kind cargo: oha and drill, 5-15 min each on 2 cores) start now, in the background, and
+# overlap the installs below, which mostly wait on the network; they are waited for at the end. The cargo
+# they use is found (or installed with apt) first, so that only this script ever runs apt.
+compile_pid=""
+compile_log=/var/log/lth-deps-compile.log
+compiled=$(for folder in $folders; do grep -qx 'kind = "cargo"' "$folder/tool.toml" && echo "$folder"; done || true)
+if [ -n "$compiled" ]; then
+  tools/_lib/find-cargo.sh >/dev/null
+  echo "deps: compiling $(echo $compiled | xargs -n1 basename | paste -sd, -) in the background (log: $compile_log)"
+  ( for folder in $compiled; do "$folder/install.sh" || { echo "deps: installing $(basename "$folder") failed" >&2; exit 1; }; done
+  ) >"$compile_log" 2>&1 &
+  compile_pid=$!
+fi
+
 apt_install iproute2 procps nginx debootstrap curl ca-certificates git tcpdump
 
 # Docker: use a daemon that answers; otherwise install Debian's engine and start one whose
@@ -97,7 +111,11 @@ fi
 # Toxiproxy: the RTT fallback where the kernel has no sch_netem.
 scripts/install-toxiproxy.sh || echo "deps: warning: Toxiproxy not installed: RTT shaping then needs netem (--shaper netem)" >&2
 
-# Host installs of the selected tools (folders resolved above).
+# Host installs of the selected tools (folders resolved above); the compiles started above go on meanwhile.
 for folder in $folders; do
+  [[ $'\n'"$compiled"$'\n' == *$'\n'"$folder"$'\n'* ]] && continue
   "$folder/install.sh" || die "installing $(basename "$folder") failed ($folder/install.sh)"
 done
+if [ -n "$compile_pid" ]; then
+  wait "$compile_pid" || { tail -20 "$compile_log" >&2; die "a compile failed: $compile_log"; }
+fi
