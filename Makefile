@@ -123,7 +123,7 @@ test-netem compare-shapers:
 	NEED_DOCKER=0 scripts/deps.sh $(NETEM_TOOLS)
 	scripts/install-vm.sh
 	mkdir -p results/netem-vm
-	$(IN_VM) $(if $(filter compare-shapers,$@),-m shapers,-m "not shapers")
+	$(IN_VM) --durations=0 --junitxml=$(CURDIR)/results/netem-vm/junit.xml $(if $(filter compare-shapers,$@),-m shapers,-m "not shapers")
 
 # The quick loop: no root, Docker, tools or network (only the venv is made or updated); a test file
 # per worker (pytest-xdist; a module's fixture runs once), one worker more than CPUs because many

@@ -29,6 +29,12 @@ BUDGET_MIN = {"unit": 2, "as-typed": 14, "e2e": 14, "VM": 10}
 SUITE_BUDGET_MIN, FRESH_BUDGET_MIN = 40, 55
 
 
+def junit(tier: str) -> list[str]:
+    """Every test's time in a JUnit file per tier where LTH_JUNIT_DIR names a folder (tests/README.md: Profile)."""
+    folder = os.environ.get("LTH_JUNIT_DIR")
+    return [f"--junitxml={Path(folder).resolve() / tier}.xml"] if folder else []
+
+
 def timed(command: list[str], env: dict | None = None) -> tuple[int, float]:
     started = time.monotonic()
     status = subprocess.run(command, cwd=REPO, env={**os.environ, **(env or {})}).returncode
@@ -46,12 +52,13 @@ def main() -> int:
     subprocess.run([PYTHON, "-m", "harness", "clean-state"], cwd=REPO)
     workers = str((os.cpu_count() or 1) + 1)
     status, minutes["unit"] = timed([PYTHON, "-m", "pytest", "-q", "-rs", "-m", "not e2e", "-n", workers,
-                                     "--dist", "loadfile", "tests"])
+                                     "--dist", "loadfile", *junit("unit"), "tests"])
     failed += ["unit"] if status else []
 
     with tempfile.NamedTemporaryFile(suffix=".json") as tiers:
         started = time.monotonic()
-        status = subprocess.run([PYTHON, "-m", "pytest", "-q", "-rs", "-m", "e2e", "--durations=25", "tests"],
+        status = subprocess.run([PYTHON, "-m", "pytest", "-q", "-rs", "-m", "e2e", "--durations=25", *junit("e2e"),
+                                 "tests"],
                                 cwd=REPO, env={**os.environ, "LTH_TEST_TOOLS": "all", "LTH_TIER_TIMES": tiers.name}
                                 ).returncode
         session_min = (time.monotonic() - started) / 60
