@@ -85,6 +85,10 @@ def netem_command(netns: list[str], device: str, delay_ms: float, limit: int) ->
 
 CALIBRATION_PROBES = 3
 CALIBRATED_WITHIN_MS = 0.5
+# The delay each shaped path ended on, by (shaper, where the tool runs, target, RTT): the next run of the suite
+# on the same path starts its calibration there (one probe, not the three or four the profile's own value
+# takes where the shaper adds a delay of its own).
+_CALIBRATED: dict[tuple[str, str, str, float], float] = {}
 
 
 def measure_rtt(session: Session, target: Target, rtt_ms: float) -> float:
@@ -136,7 +140,7 @@ def shaped(session: Session, kind: str, rtt_ms: float, vus: int, log_dir: Path) 
                 raise HarnessError(f"netem on {device} failed: {result.stderr.strip()}")
         try:
             set_delay(rtt_ms)
-            _calibrate(session, session.target, Knob("netem", "netem delay", 0.1, set_delay), rtt_ms, log_dir)
+            _calibrate_path(session, session.target, Knob("netem", "netem delay", 0.1, set_delay), rtt_ms, log_dir)
             yield session.target
         finally:
             with signals_deferred():
@@ -214,8 +218,8 @@ def _toxiproxy(session: Session, rtt_ms: float, log_dir: Path) -> Iterator[Targe
                  "attributes": {"latency": round(rtt_ms), "jitter": 0}})
             target = replace(session.target, host=listen, port=PROXY_PORT,
                              status_host=session.target.status_host or session.target.host)
-            _calibrate(session, target, Knob("toxiproxy", "toxic latency", 1, lambda ms: _set_toxic(api, ms)),
-                       rtt_ms, log_dir)
+            _calibrate_path(session, target, Knob("toxiproxy", "toxic latency", 1, lambda ms: _set_toxic(api, ms)),
+                            rtt_ms, log_dir)
             yield target
         finally:
             with signals_deferred():
@@ -231,15 +235,23 @@ class Knob:
     set: Callable[[float], None]
 
 
-def _calibrate(session: Session, target: Target, knob: Knob, rtt_ms: float, log_dir: Path) -> None:
+def _calibrate_path(session: Session, target: Target, knob: Knob, rtt_ms: float, log_dir: Path) -> None:
+    """_calibrate, started from the delay the suite's previous run on the same path ended on."""
+    path = (knob.shaper, f"{type(session).__name__} on {session.where}", session.target.url, rtt_ms)
+    _CALIBRATED[path] = _calibrate(session, target, knob, rtt_ms, log_dir, _CALIBRATED.get(path))
+
+
+def _calibrate(session: Session, target: Target, knob: Knob, rtt_ms: float, log_dir: Path,
+               start_ms: float | None = None) -> float:
     """Until a probe misses the target RTT by less than 0.5 ms (at most CALIBRATION_PROBES steps; a
     probe that misses is the median of three, see steady_probe), the delay is moved by the probe's
-    miss, rounded to the knob's step; the delay that came closest is kept.
+    miss, rounded to the knob's step; the delay that came closest is kept (and returned). It starts at
+    the profile, or at ``start_ms`` (where a previous run on the same path ended).
     Toxiproxy adds a delay of its own (~1-1.5 ms here) on top of its toxic; netem's native hop and
     timer slack add ~1.6 ms at 10 ms in a TCG VM (tests/netem_vm), where a real machine's
     0.05-0.1 ms never moves it. The row's rtt_measured_ms is probed afresh after this, so it shows
     what the tool really got; shaping.json keeps every probe."""
-    delay, probes = _rounded(rtt_ms, knob.step_ms), []
+    delay, probes = _rounded(rtt_ms if start_ms is None else start_ms, knob.step_ms), []
     if delay != rtt_ms:
         knob.set(delay)
     for _ in range(CALIBRATION_PROBES):
@@ -258,9 +270,11 @@ def _calibrate(session: Session, target: Target, knob: Knob, rtt_ms: float, log_
     (log_dir / "shaping.json").write_text(json.dumps({
         "shaper": knob.shaper, "rtt_target_ms": rtt_ms, "knob": knob.name, "probes": probes,
         "delay_ms": best["delay_ms"], "calibrated": best["delay_ms"] != _rounded(rtt_ms, knob.step_ms),
+        "started_from": "the profile" if start_ms is None else "the delay the previous run on this path ended on",
         "method": f"median of {probe_count(rtt_ms)} keep-alive GETs (harness/rtt_probe.py; a probe missing by "
                   f">= 0.5 ms: the median of 3); the {knob.name} moved by each probe's miss, rounded to "
                   f"{knob.step_ms:g} ms, until it misses by < 0.5 ms; the closest kept"}, indent=1))
+    return best["delay_ms"]
 
 
 def _rounded(ms: float, step: float) -> float:

@@ -99,6 +99,22 @@ def test_toxiproxy_moves_in_whole_ms_and_keeps_the_closest(tmp_path):
     assert shaping["delay_ms"] == 9 and shaping["knob"] == "delay" and shaping["shaper"] == "toxiproxy"
 
 
+def test_a_run_on_a_calibrated_path_starts_where_the_previous_one_ended(tmp_path):
+    """The suite's next run at the same RTT (harness.shaping._calibrate_path): one probe, not four."""
+    path = _ProbedPath(1.4)
+    path.set(50)                                      # as the shaper starts: at the profile
+    calls = []
+    path.run_python = lambda script, args, timeout=60: calls.append(args) or subprocess.CompletedProcess(
+        args, 0, json.dumps({"median_ms": path.delay_ms + 1.4, "connect_ms": 0.1}), "")
+    ended = _calibrate(path, Target("198.18.0.2", 80), Knob("toxiproxy", "delay", 1, path.set), 50, tmp_path)
+    assert ended == 49 and len(calls) == 4            # the profile: 51.4 misses (median of 3), then 49 + 1.4
+    calls.clear()
+    again = _calibrate(path, Target("198.18.0.2", 80), Knob("toxiproxy", "delay", 1, path.set), 50, tmp_path, ended)
+    shaping = json.loads((tmp_path / "shaping.json").read_text())
+    assert again == 49 and len(calls) == 1 and [p["delay_ms"] for p in shaping["probes"]] == [49]
+    assert shaping["started_from"] == "the delay the previous run on this path ended on"
+
+
 class _KeepAliveFiles(http.server.SimpleHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
