@@ -197,7 +197,7 @@ def _part(session: Session, target: Target, adapter: ToolAdapter, vus: int, rate
     part = PartRecord(folder=part_folder, host=session.where, vus=vus, url=target.url, cpus=session.cpus,
                       rate_rps=rate, per_request=several, memory_check_name=session.memory_check_name,
                       target_cores=session.target_cores)
-    part.tool_version = session.version(adapter)
+    part.tool_version = _version(session, adapter)
     session.verify(target)
     part.rtt_measured_ms = measure_rtt(session, target, rtt_ms)
     shaping = run_dir / part_folder / "shaping.json"
@@ -206,6 +206,17 @@ def _part(session: Session, target: Target, adapter: ToolAdapter, vus: int, rate
         console.print(f"   [yellow]warning[/]: measured RTT {part.rtt_measured_ms:.2f} ms from {session.where} misses "
                       f"the target {rtt_ms} ms by more than max(10%, 0.5 ms); row flagged rtt_ok=false")
     return part
+
+
+_VERSIONS: dict[tuple[str, str, str], str] = {}
+
+
+def _version(session: Session, adapter: ToolAdapter) -> str:
+    """The tool's version where it runs, asked once per suite (a JVM tool's answer takes a second or more)."""
+    key = (type(session).__name__, session.where, adapter.name)
+    if key not in _VERSIONS:
+        _VERSIONS[key] = session.version(adapter)
+    return _VERSIONS[key]
 
 
 def measure_baseline(session: Session, adapter: ToolAdapter, url: str, run_dir: Path, grace: float,
