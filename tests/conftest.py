@@ -10,6 +10,7 @@ import csv
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -37,6 +38,10 @@ def harness(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
 
 # Tests wait for another benchmark on the machine (a developer's) rather than fail on the lock.
 os.environ.setdefault("LTH_LOCK_WAIT_S", "900")
+# The tests that send Ctrl-C (SIGINT) to a harness need it to take it: a suite started in the background by a
+# shell without job control (`make test &` in a script, nohup) inherits SIGINT ignored, and so would every
+# harness it starts. A handler here is reset to the default in each child at exec; an ignored signal is not.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def require_root_tools(*commands: str) -> None:
