@@ -6,6 +6,8 @@ a base is made once with debootstrap + ``docker import`` (docker/base/build-base
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import shlex
 import shutil
@@ -66,6 +68,47 @@ def ensure_base_image() -> str:
     if result.returncode != 0:
         raise HarnessError(f"could not pull {OFFICIAL_BASE} nor build {LOCAL_BASE}: install debootstrap or make the registry reachable")
     return LOCAL_BASE
+
+
+# What each image was last built from (the sha256 of its build's files, arguments and base image) and the
+# image id it gave: a suite builds an image only when either changed (~1-2 s per image and suite otherwise).
+BUILDS_FILE = Path("/var/cache/lth/image-builds.json")
+IGNORED = {"__pycache__", "node_modules", "target", ".m2"}   # as tools/.dockerignore: never in a build context
+
+
+def build_inputs(base_image: str, paths: list[Path], args: dict[str, str]) -> str:
+    digest = hashlib.sha256(json.dumps([image_id(base_image), sorted(args.items())]).encode())
+    for path in paths:
+        files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+        for file in files:
+            if not IGNORED & set(file.parts) and file.suffix != ".pyc":
+                digest.update(str(file).encode() + b"\0" + file.read_bytes())
+    return digest.hexdigest()
+
+
+def image_id(image: str) -> str:
+    return run(["docker", "image", "inspect", "--format", "{{.Id}}", image], check=False).stdout.strip()
+
+
+def _builds() -> dict:
+    try:
+        return json.loads(BUILDS_FILE.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def built_from(image: str) -> str | None:
+    """The inputs ``image`` was built from, if it is still the image that build made."""
+    found = _builds().get(image, {})
+    return found.get("inputs") if found.get("id") and found.get("id") == image_id(image) else None
+
+
+def record_build(image: str, inputs: str) -> None:
+    builds = {**_builds(), image: {"inputs": inputs, "id": image_id(image)}}
+    BUILDS_FILE.parent.mkdir(parents=True, exist_ok=True)
+    partial = BUILDS_FILE.with_suffix(".tmp")
+    partial.write_text(json.dumps(builds, indent=1))
+    partial.replace(BUILDS_FILE)
 
 
 TARGET_IMAGE = f"{PREFIX}-target:latest"   # the target service's image, as compose.yaml names it
@@ -231,6 +274,11 @@ class DockerRuntime(Runtime):
             build = docker_build(folder) if folder else None   # the tool's Dockerfile and build args
         except HarnessError as exc:
             return str(exc)
+        image = f"{PREFIX}-tool-{tool}:latest" if tool else target.image
+        inputs = build_inputs(self.base_image, [TOOLS_DIR / "_lib", folder, TOOLS_DIR / build.dockerfile]
+                              if build else [target.folder], build.args if build else {})
+        if built_from(image) == inputs:
+            return None      # built from these very files before: compose build would only check its cache
         print(f"docker: building {service} image{' for ' + tool if tool else ''}{' ' + target.id if target else ''} "
               f"(base {self.base_image}{', ' + build.dockerfile if build else ''})", flush=True)
         result = self._compose(tool, "build", service, timeout=3600, build=build, target=target)
@@ -238,6 +286,7 @@ class DockerRuntime(Runtime):
             lines = (result.stdout + result.stderr).strip().splitlines()
             tail = [line for line in lines if "error" in line.lower()][-3:] or lines[-3:]  # the cause, not the noise
             return f"docker build of {service} ({tool}) failed: {' | '.join(tail)}"
+        record_build(image, inputs)
         return None
 
     def __enter__(self) -> "DockerRuntime":

@@ -110,3 +110,25 @@ def test_the_runtime_builds_with_the_tools_dockerfile_and_args(monkeypatch: pyte
 def test_a_tool_without_a_dockerfile_is_a_problem_not_a_crash(tmp_path: Path):
     odd = tool_folder(tmp_path, "odd", 'kind = "brew"\nbinary = "odd"\n')
     assert "no Dockerfile" in DockerRuntime()._build("generator", odd)
+
+
+def test_an_image_is_built_again_only_when_what_it_is_built_from_changed(tmp_path, monkeypatch):
+    """harness.runtimes.docker.build_inputs: the build's files (not the ones tools/.dockerignore keeps out),
+    arguments and base image; a suite skips the build of an image made from the same inputs."""
+    from harness.runtimes import docker
+    monkeypatch.setattr(docker, "image_id", lambda image: {"base": "sha256:b", "lth-tool-x:latest": "sha256:x"}[image])
+    monkeypatch.setattr(docker, "BUILDS_FILE", tmp_path / "builds.json")
+    folder = tmp_path / "x"
+    (folder / "node_modules").mkdir(parents=True)
+    (folder / "install.sh").write_text("echo 1")
+    inputs = docker.build_inputs("base", [folder], {"TOOL": "x"})
+    (folder / "node_modules" / "big.js").write_text("ignored, as by .dockerignore")
+    assert docker.build_inputs("base", [folder], {"TOOL": "x"}) == inputs
+    assert docker.build_inputs("base", [folder], {"TOOL": "y"}) != inputs
+    assert docker.built_from("lth-tool-x:latest") is None
+    docker.record_build("lth-tool-x:latest", inputs)
+    assert docker.built_from("lth-tool-x:latest") == inputs
+    (folder / "install.sh").write_text("echo 2")
+    assert docker.build_inputs("base", [folder], {"TOOL": "x"}) != inputs
+    monkeypatch.setattr(docker, "image_id", lambda image: "sha256:rebuilt-by-hand")
+    assert docker.built_from("lth-tool-x:latest") is None
