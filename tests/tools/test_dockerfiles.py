@@ -98,6 +98,8 @@ def test_the_runtime_builds_with_the_tools_dockerfile_and_args(monkeypatch: pyte
         return subprocess.CompletedProcess(argv, 0, "", "")
 
     monkeypatch.setattr("harness.runtimes.docker.run", compose)
+    monkeypatch.setattr("harness.runtimes.docker.image_id", lambda image: "")       # never built here
+    monkeypatch.setattr("harness.runtimes.docker.record_build", lambda image, inputs: None)
     runtime = DockerRuntime()
     runtime._compose_cmd = ["docker-compose"]
     folder = STAGED[0]
