@@ -52,7 +52,7 @@ compile_log=/var/log/lth-deps-compile.log
 compiled=$(for folder in $folders; do grep -qx 'kind = "cargo"' "$folder/tool.toml" && echo "$folder"; done || true)
 if [ -n "$compiled" ]; then
   tools/_lib/find-cargo.sh >/dev/null
-  echo "deps: compiling $(echo $compiled | xargs -n1 basename | paste -sd, -) in the background (log: $compile_log)"
+  echo "deps: installing $(echo $compiled | xargs -n1 basename | paste -sd, -) in the background (a compile where missing; log: $compile_log)"
   ( for folder in $compiled; do "$folder/install.sh" || { echo "deps: installing $(basename "$folder") failed" >&2; exit 1; }; done
   ) >"$compile_log" 2>&1 &
   compile_pid=$!
