@@ -116,7 +116,11 @@ TARGET_IMAGE = f"{PREFIX}-target:latest"   # the target service's image, as comp
 
 def tool_image(adapter: ToolAdapter) -> str:
     """The generator image of an adapter's folder (variants share it); named as in compose.yaml."""
-    return f"{PREFIX}-tool-{adapter.folder.name}:latest"
+    return folder_image(adapter.folder.name)
+
+
+def folder_image(folder_name: str) -> str:
+    return f"{PREFIX}-tool-{folder_name}:latest"
 
 
 def container_pids(container_id: str) -> set[int]:
@@ -274,7 +278,7 @@ class DockerRuntime(Runtime):
             build = docker_build(folder) if folder else None   # the tool's Dockerfile and build args
         except HarnessError as exc:
             return str(exc)
-        image = f"{PREFIX}-tool-{tool}:latest" if tool else target.image
+        image = folder_image(tool) if tool else target.image
         inputs = build_inputs(self.base_image, [TOOLS_DIR / "_lib", folder, TOOLS_DIR / build.dockerfile]
                               if build else [target.folder], build.args if build else {})
         if built_from(image) == inputs:
