@@ -82,7 +82,8 @@ def build_inputs(base_image: str, paths: list[Path], args: dict[str, str]) -> st
         files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
         for file in files:
             if not IGNORED & set(file.parts) and file.suffix != ".pyc":
-                digest.update(str(file).encode() + b"\0" + file.read_bytes())
+                # the path within the build context, so that another clone of the same files reuses the image
+                digest.update(str(file.relative_to(path.parent)).encode() + b"\0" + file.read_bytes())
     return digest.hexdigest()
 
 
