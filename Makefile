@@ -39,8 +39,10 @@ RUN_ARGS = --tools $(TOOLS) --scenarios $(SCENARIOS) --runtime $(RUNTIME) --shap
 
 .PHONY: deps bench-all bench-quick bench-capacity bench-lab test test-netem compare-shapers test-unit test-e2e list-tools clean-state report rederive compare
 
+# What the chosen runtime runs: RUNTIME=docker the engine (the tools are installed in their images, when the
+# suite builds them), RUNTIME=host the tools on this machine (README: What each runtime installs).
 deps:
-	NEED_DOCKER=$(if $(filter host,$(RUNTIME)),0,1) scripts/deps.sh $(TOOLS)
+	NEED_DOCKER=$(if $(filter host,$(RUNTIME)),0,1) NEED_TOOLS=$(if $(filter docker,$(RUNTIME)),0,1) scripts/deps.sh $(TOOLS)
 
 # The report is written even when some runs failed (exit status 1) or the run was interrupted (130);
 # not when nothing ran (2: bad input or another benchmark running, said in one line). The exit status
@@ -116,7 +118,7 @@ test:
 # scripts/in-vm), the tests in tests/netem_vm run inside it in the host runtime; their results stay in
 # results/netem-vm (README: netem in a VM). compare-shapers: the same runs with Toxiproxy beside them,
 # the table in results/netem-vm/shapers.md.
-NETEM_TOOLS := wrk,ab,k6,oha,jmeter
+NETEM_TOOLS := wrk,ab,oha
 IN_VM = scripts/in-vm --rwdir $(CURDIR)/results/netem-vm -- env LTH_IN_VM=1 LTH_VM_OUT=$(CURDIR)/results/netem-vm \
         LTH_TEST_TOOLS=$(NETEM_TOOLS) $(PY) -m pytest -q -rs -p no:cacheprovider tests/netem_vm
 test-netem compare-shapers:

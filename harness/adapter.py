@@ -110,7 +110,8 @@ SHARED_DOCKERFILES = "_docker"   # tools/_docker/: the generator images' Dockerf
 # alone is copied into the image (the kinds that need a toolchain to install but not to run).
 KIND_DOCKERFILES = {"apt": "in-image", "pip": "in-image",
                     "go": "build-stage", "cargo": "build-stage", "npm": "build-stage", "maven": "build-stage"}
-KIND_TOOLCHAINS = {"go": "go-toolchain.sh"}   # fetched in a layer every tool of the kind shares
+# Fetched in a layer every tool of the kind shares (tools/_lib/<kind>-toolchain.sh): built once per machine.
+KIND_TOOLCHAINS = {kind: f"{kind}-toolchain.sh" for kind in ("go", "cargo", "npm", "maven")}
 
 
 @dataclass(frozen=True)

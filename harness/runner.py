@@ -10,6 +10,7 @@ import fcntl
 import json
 import os
 import signal
+import statistics
 import time
 import traceback
 from contextlib import ExitStack, contextmanager
@@ -95,6 +96,29 @@ def _record(runtime: Runtime, adapter: ToolAdapter, scenario: Scenario, folder: 
                               cpus_tool=cpus_tool, split=split_fields(runtime.split))
 
 
+@dataclass
+class Phases:
+    """The wall time of each phase of one run (record.json's phases_s; meta.json's overhead_s is
+    every phase but the load): where the harness's own time around the tool goes."""
+    seconds: dict[str, float]
+
+    @contextmanager
+    def timed(self, name: str) -> Iterator[None]:
+        started = time.monotonic()
+        try:
+            yield
+        finally:
+            self.seconds[name] = round(self.seconds.get(name, 0.0) + time.monotonic() - started, 3)
+
+    def start(self, name: str) -> None:
+        self.seconds[f"_{name}"] = time.monotonic()
+
+    def stop(self, name: str) -> None:
+        started = self.seconds.pop(f"_{name}", None)
+        if started is not None:
+            self.seconds[name] = round(self.seconds.get(name, 0.0) + time.monotonic() - started, 3)
+
+
 def run_one(runtime: Runtime, adapter: ToolAdapter, scenario: Scenario, folder: ResultsFolder,
             shaper: str = "none", grace: float | None = None, allow_external_target: bool = False,
             repeat: int = 1, capture: Capture | None = None, baselines: dict[str, str] | None = None) -> RunRow:
@@ -104,16 +128,26 @@ def run_one(runtime: Runtime, adapter: ToolAdapter, scenario: Scenario, folder: 
     wrong becomes the row's status and error; only an interrupt escapes."""
     run_dir, record = _record(runtime, adapter, scenario, folder, repeat, shaper)
     record.grace_s = grace_s(scenario.duration_s, grace)
-    record.target = runtime.target_facts() or None
+    phases = Phases(record.phases_s)
+    with phases.timed("target_facts"):
+        record.target = runtime.target_facts() or None
     capture = capture or Capture(enabled=False)
     try:
-        with runtime.parts(adapter) as sessions:
-            executions = _execute(record, sessions, adapter, scenario, run_dir, capture, allow_external_target)
+        with ExitStack() as stack:
+            # Callbacks run last-in first-out: "stop" starts before the sessions end and stops after.
+            stack.callback(phases.stop, "stop")
+            with phases.timed("start"):
+                sessions = stack.enter_context(runtime.parts(adapter))
+            stack.callback(phases.start, "stop")
+            executions = _execute(record, sessions, adapter, scenario, run_dir, capture, allow_external_target,
+                                  phases)
             exited_ok = all(isinstance(e, Execution) and e.exit_code == 0 for e in executions)
             if baselines is not None and adapter.name not in baselines and exited_ok:
-                baselines[adapter.name] = measure_baseline(sessions[0], adapter, record.parts[0].url, run_dir,
-                                                           record.grace_s, folder.path)
-            sessions[0].save_logs(run_dir)
+                with phases.timed("baseline"):
+                    baselines[adapter.name] = measure_baseline(sessions[0], adapter, record.parts[0].url, run_dir,
+                                                               record.grace_s, folder.path)
+            with phases.timed("logs"):
+                sessions[0].save_logs(run_dir)
     except HarnessError as exc:
         record.error = str(exc)
     except Exception as exc:  # noqa: BLE001 - a bug or crash in one run must not sink the suite
@@ -124,7 +158,7 @@ def run_one(runtime: Runtime, adapter: ToolAdapter, scenario: Scenario, folder: 
 
 
 def _execute(record: RunRecord, sessions: list[Session], adapter: ToolAdapter, scenario: Scenario, run_dir: Path,
-             capture: Capture, allow_external_target: bool) -> list[Execution | BaseException]:
+             capture: Capture, allow_external_target: bool, phases: Phases) -> list[Execution | BaseException]:
     """Shape, verify and probe from every generator, run the tool on all of them at once, and
     note every fact into ``record``; returns each part's execution (or why it did not run)."""
     several = len(sessions) > 1
@@ -133,14 +167,18 @@ def _execute(record: RunRecord, sessions: list[Session], adapter: ToolAdapter, s
     vus = split_evenly(scenario.vus, len(sessions))
     rates = split_evenly(rate, len(sessions)) if rate else [None] * len(sessions)
     with ExitStack() as stack:
+        stack.callback(phases.stop, "unshape")
         targets = []
-        for session, part_vus, part_folder in zip(sessions, vus, folders):
-            (run_dir / part_folder).mkdir(exist_ok=True)
-            targets.append(stack.enter_context(shaped(session, record.shaper, scenario.rtt_ms, part_vus,
-                                                      run_dir / part_folder)))
-        for session, target, part_vus, part_rate, part_folder in zip(sessions, targets, vus, rates, folders):
-            record.parts.append(_part(session, target, adapter, part_vus, part_rate, part_folder, several,
-                                      allow_external_target, run_dir, scenario.rtt_ms))
+        with phases.timed("shape"):
+            for session, part_vus, part_folder in zip(sessions, vus, folders):
+                (run_dir / part_folder).mkdir(exist_ok=True)
+                targets.append(stack.enter_context(shaped(session, record.shaper, scenario.rtt_ms, part_vus,
+                                                          run_dir / part_folder)))
+        stack.callback(phases.start, "unshape")
+        with phases.timed("probe"):
+            for session, target, part_vus, part_rate, part_folder in zip(sessions, targets, vus, rates, folders):
+                record.parts.append(_part(session, target, adapter, part_vus, part_rate, part_folder, several,
+                                          allow_external_target, run_dir, scenario.rtt_ms))
         record.proxy_beside_tool = record.shaper == "toxiproxy" and not sessions[0].proxy_beside_target
         specs = [RunSpec(url=p.url, vus=p.vus, duration_s=scenario.duration_s, out_dir=run_dir / p.folder,
                          cpus=p.cpus, rate_rps=p.rate_rps, per_request=p.per_request, keepalive=scenario.keepalive)
@@ -149,24 +187,25 @@ def _execute(record: RunRecord, sessions: list[Session], adapter: ToolAdapter, s
             part.command = adapter.command(spec)
         before = targets[0].counters()
         session = sessions[0]
-        with stall.injected(session.target_pids, scenario.stall_at_s, scenario.stall_ms,
-                            session.remote_freeze) as stalled:
-            if several:   # the wire capture records one generator's link: not here yet
-                executions = execute_together([(s, p.command, spec.out_dir) for s, p, spec
-                                               in zip(sessions, record.parts, specs)],
-                                              scenario.duration_s + record.grace_s, adapter.sampled_process)
-            else:
-                others = {"nginx": session.target_pids,
-                          **({"proxy": session.proxy_pids} if session.proxy_pids() else {}),
-                          **({"toxiproxy": proxy_pids} if record.shaper == "toxiproxy" and session.proxy_beside_target
-                             else {})}
-                paced = (rate, adapter.rate_schedule) if rate else None
-                with capture.recording(session, targets[0], run_dir, paced), \
-                        loaded_probe(session, targets[0], record.shaper, scenario.rtt_ms,
-                                     scenario.duration_s) as under_load:
-                    executions = [execute(session, record.parts[0].command, run_dir,
-                                          scenario.duration_s + record.grace_s, adapter.sampled_process, others)]
-                record.shaper_load = under_load
+        with phases.timed("load"):
+            with stall.injected(session.target_pids, scenario.stall_at_s, scenario.stall_ms,
+                                session.remote_freeze) as stalled:
+                if several:   # the wire capture records one generator's link: not here yet
+                    executions = execute_together([(s, p.command, spec.out_dir) for s, p, spec
+                                                   in zip(sessions, record.parts, specs)],
+                                                  scenario.duration_s + record.grace_s, adapter.sampled_process)
+                else:
+                    others = {"nginx": session.target_pids,
+                              **({"proxy": session.proxy_pids} if session.proxy_pids() else {}),
+                              **({"toxiproxy": proxy_pids} if record.shaper == "toxiproxy" and session.proxy_beside_target
+                                 else {})}
+                    paced = (rate, adapter.rate_schedule) if rate else None
+                    with capture.recording(session, targets[0], run_dir, paced), \
+                            loaded_probe(session, targets[0], record.shaper, scenario.rtt_ms,
+                                         scenario.duration_s) as under_load:
+                        executions = [execute(session, record.parts[0].command, run_dir,
+                                              scenario.duration_s + record.grace_s, adapter.sampled_process, others)]
+                    record.shaper_load = under_load
         # stub_status counts its own request and connection: `after` includes one of each beyond `before`.
         after = targets[0].counters()
         record.server_requests = after.requests - before.requests - 1
@@ -196,7 +235,7 @@ def _part(session: Session, target: Target, adapter: ToolAdapter, vus: int, rate
     ensure_allowed(target.host, allow_external_target, session.explicit_target)
     part = PartRecord(folder=part_folder, host=session.where, vus=vus, url=target.url, cpus=session.cpus,
                       rate_rps=rate, per_request=several, memory_check_name=session.memory_check_name,
-                      target_cores=session.target_cores)
+                      target_cores=session.target_cores, containers=getattr(session, "containers", None))
     part.tool_version = _version(session, adapter)
     session.verify(target)
     part.rtt_measured_ms = measure_rtt(session, target, rtt_ms)
@@ -410,14 +449,33 @@ def run_suite(plan: Plan, runtime: Runtime | None = None) -> tuple[ResultsFolder
     with opened(plan, runtime) as bench:
         runs = [(s, t, r) for s, t, r in plan.runs if (s.id, t.name, r) not in bench.finished]
         rows: list[RunRow] = []
-        overhead_s, started = SETUP_ESTIMATE_S, time.monotonic()
+        beyond_s: list[float] = []   # each run's wall time beyond its duration (the ETA learns from them)
         for index, (scenario, adapter, repeat) in enumerate(runs, start=1):
+            overhead_s = statistics.mean(beyond_s) if beyond_s else SETUP_ESTIMATE_S
             remaining = sum(s.duration_s + overhead_s for s, _, _ in runs[index - 1:])
             _report(index, len(runs), scenario, adapter, plan.runtime, remaining)
+            started = time.monotonic()
             rows.append(bench.run(scenario, adapter, repeat))
-            elapsed = time.monotonic() - started - sum(s.duration_s for s, _, _ in runs[:index])
-            overhead_s = max(0.0, elapsed / index)
+            beyond_s.append(max(0.0, time.monotonic() - started - scenario.duration_s))
+        _print_overhead(bench.folder, rows, beyond_s)
         return bench.folder, rows
+
+
+def _print_overhead(folder: ResultsFolder, rows: list[RunRow], beyond_s: list[float]) -> None:
+    """The harness's own time around the runs that ran: the median per run, and by phase (meta.json overhead_s)."""
+    phases: dict[str, list[float]] = {}
+    for row in rows:
+        meta = folder.path / row.run_dir / "meta.json"
+        overhead = json.loads(meta.read_text()).get("overhead_s", {}) if row.run_dir and meta.is_file() else {}
+        for name, seconds in overhead.items():
+            phases.setdefault(name, []).append(seconds)
+    if not phases.get("total"):
+        return
+    by_phase = ", ".join(f"{name} {statistics.median(values):.2f}" for name, values in phases.items()
+                         if name not in ("total", "tool_beyond_duration"))
+    console.print(f"harness time per run (median over {len(phases['total'])} runs): {statistics.median(phases['total']):.1f} s "
+                  f"around the tool ({by_phase}); {statistics.median(beyond_s):.1f} s beyond the duration "
+                  f"with the tool's own start-up and the parsing (meta.json overhead_s)")
 
 
 def _add_environment(folder: ResultsFolder, facts: dict) -> None:

@@ -2,13 +2,15 @@
 # Installs what the harness needs on a Debian/Ubuntu machine, idempotently:
 #   system packages (iproute2, procps, nginx, debootstrap, curl, tcpdump), Toxiproxy, a Docker engine with a daemon
 #   running (skipped with NEED_DOCKER=0), the host installs of the selected tools
-#   (tools/<id>/install.sh), and the Python venv (.venv, first: the harness resolves the tool ids).
+#   (tools/<id>/install.sh; skipped with NEED_TOOLS=0, as for RUNTIME=docker, whose images install them),
+#   and the Python venv (.venv, first: the harness resolves the tool ids).
 # Usage: scripts/deps.sh [TOOLS]   (TOOLS: comma-separated ids or "all")
 #        DEPS_VENV_ONLY=1 scripts/deps.sh   (the venv alone, no root needed: make test-unit)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TOOLS="${1:-all}"
 NEED_DOCKER="${NEED_DOCKER:-1}"
+NEED_TOOLS="${NEED_TOOLS:-1}"
 
 die() { echo "deps: $*" >&2; exit 1; }
 [ "$(id -u)" = 0 ] || [ "${DEPS_VENV_ONLY:-0}" = 1 ] || die "run as root (the harness creates network namespaces and installs packages): sudo make ..."
@@ -50,12 +52,25 @@ if [ "${DEPS_RESOLVE_ONLY:-0}" = 1 ]; then echo "$folders"; exit 0; fi
 compile_pid=""
 compile_log=/var/log/lth-deps-compile.log
 compiled=$(for folder in $folders; do grep -qx 'kind = "cargo"' "$folder/tool.toml" && echo "$folder"; done || true)
+if [ "$NEED_TOOLS" = 0 ]; then
+  # The Docker runtime's images install the tools; the compiled ones are compiled here all the same, as the
+  # images' build cache (tools/<id>/prebuilt, tools/_lib/cargo.sh): once per machine, overlapping the installs.
+  echo "deps: the tools are not installed on this machine: the Docker runtime installs them in their images" \
+       "${compiled:+(compiled here once for them: $(echo $compiled | xargs -n1 basename | paste -sd, -))}"
+  folders="$compiled"
+fi
 if [ -n "$compiled" ]; then
-  tools/_lib/find-cargo.sh >/dev/null
+  tools/_lib/cargo-toolchain.sh >/dev/null
   echo "deps: installing $(echo $compiled | xargs -n1 basename | paste -sd, -) in the background (a compile where missing; log: $compile_log)"
+  # The compiles hold this lock until they end (flock: inherited by the background job, released when it
+  # ends): with NEED_TOOLS=0 nothing here waits for them, the Docker runtime's image builds do
+  # (harness/runtimes/docker.py, COMPILE_LOCK), after every other image.
+  exec 9>/var/lock/lth-compile.lock
+  flock 9
   ( for folder in $compiled; do "$folder/install.sh" || { echo "deps: installing $(basename "$folder") failed" >&2; exit 1; }; done
   ) >"$compile_log" 2>&1 &
   compile_pid=$!
+  exec 9>&-
 fi
 
 apt_install iproute2 procps nginx debootstrap curl ca-certificates git tcpdump
@@ -116,6 +131,8 @@ for folder in $folders; do
   [[ $'\n'"$compiled"$'\n' == *$'\n'"$folder"$'\n'* ]] && continue
   "$folder/install.sh" || die "installing $(basename "$folder") failed ($folder/install.sh)"
 done
-if [ -n "$compile_pid" ]; then
+if [ -n "$compile_pid" ] && [ "$NEED_TOOLS" = 0 ]; then
+  echo "deps: the compiles go on in the background (log: $compile_log); the images that need them wait for them"
+elif [ -n "$compile_pid" ]; then
   wait "$compile_pid" || { tail -20 "$compile_log" >&2; die "a compile failed: $compile_log"; }
 fi

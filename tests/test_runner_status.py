@@ -136,3 +136,24 @@ def test_every_run_is_a_row_and_the_suite_goes_on_past_failures(suite):
     # Sessions: only the runs that started a tool (not the unprepared one, not the unsupported ones).
     started = [k for k, r in suite["rows"].items() if r.status != "unsupported" and k[1] != "fake-unprepared"]
     assert suite["runtime"].sessions == len(started)
+
+
+def test_every_run_that_ran_times_its_phases_and_meta_says_the_harness_time_around_the_tool(suite):
+    """Issue 33: record.json's phases_s and meta.json's overhead_s (every phase but the load, the load's own
+    setup beside the tool, and the tool's time beyond its duration apart from the total)."""
+    row = suite["rows"][CLOSED.id, "fake-ok"]
+    record = json.loads((suite["folder"] / row.run_dir / "record.json").read_text())
+    phases, overhead, wall = record["phases_s"], meta(suite, CLOSED.id, "fake-ok")["overhead_s"], \
+        meta(suite, CLOSED.id, "fake-ok")["wall_s"]
+    assert {"target_facts", "start", "shape", "probe", "load", "unshape", "baseline", "logs", "stop"} == set(phases)
+    assert phases["load"] >= wall > 0
+    assert overhead["load_setup"] == pytest.approx(phases["load"] - wall, abs=2e-3)
+    assert overhead["tool_beyond_duration"] == pytest.approx(wall - CLOSED.duration_s, abs=2e-3)
+    assert overhead["total"] == pytest.approx(sum(v for k, v in overhead.items()
+                                                  if k not in ("total", "tool_beyond_duration")), abs=0.01)
+    # the baseline was measured once per tool: the tool's second run has none
+    second = json.loads((suite["folder"] / suite["rows"][RATE.id, "fake-open"].run_dir / "record.json").read_text())
+    assert "baseline" not in second["phases_s"] and "load" in second["phases_s"]
+    # a run that never started has no phases to time
+    unsupported = suite["rows"][RATE.id, "fake-ok"]
+    assert "overhead_s" not in json.loads((suite["folder"] / unsupported.run_dir / "meta.json").read_text())

@@ -102,11 +102,27 @@ def derive(record: RunRecord, adapter: ToolAdapter, run_dir: Path, results_dir: 
     meta.update(bottleneck.fill_shaper(row, record.shaper_load, scenario.duration_s))
     row.limited_by = bottleneck.limited_by(row, len(record.cpu_split.available), meta.get("contended", False))
     _note(row, bottleneck.shaper_note(row, record.shaper_load))
+    if record.phases_s:
+        meta["overhead_s"] = overhead_by_phase(record.phases_s, [m.get("wall_s") for _, m, _ in parts],
+                                               scenario.duration_s)
     withheld = withhold_results(row)
     if withheld:
         meta["withheld_figures"] = withheld
     return Derived(row, meta, [(run_dir / part.folder, part_row, part_meta) for part, (part_row, part_meta, _)
                                in zip(record.parts, parts)] if len(parts) > 1 else [])
+
+
+def overhead_by_phase(phases_s: dict[str, float], walls_s: list[float | None], duration_s: int) -> dict:
+    """The harness's own time around the tool, by phase: every phase but the load, and the part of the
+    load phase that was not the tool running (sampler, probes); ``tool_beyond_duration`` is the tool's
+    own start-up and wind-down (the tool's cost, not the harness's: outside the total)."""
+    overhead = {name: s for name, s in phases_s.items() if name != "load"}
+    wall = max((w for w in walls_s if w is not None), default=None)
+    if "load" in phases_s and wall is not None:
+        overhead["load_setup"] = round(max(0.0, phases_s["load"] - wall), 3)
+        overhead["tool_beyond_duration"] = round(wall - duration_s, 3)
+    overhead["total"] = round(sum(s for name, s in overhead.items() if name != "tool_beyond_duration"), 3)
+    return overhead
 
 
 def probe_gets(under_load: dict | None) -> tuple[int, int]:

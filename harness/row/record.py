@@ -79,6 +79,7 @@ class PartRecord:
     executed: bool = False             # execution.json exists: the tool process was started
     histogram: dict | None = None      # several parts: the stored latency histogram (file, total, source) or its error
     error: str | None = None           # why this part did not run (an exception while starting it)
+    containers: dict | None = None     # Docker: the generator's and the target's container ids (short)
 
 
 @dataclass
@@ -107,6 +108,7 @@ class RunRecord:
     error: str | None = None           # the run's failure outside the tool (a HarnessError, a crash)
     traceback: str | None = None
     parts: list[PartRecord] = field(default_factory=list)
+    phases_s: dict[str, float] = field(default_factory=dict)   # the wall time of each phase of the run (runner.Phases)
     schema_version: int = SCHEMA_VERSION
 
     @property

@@ -1,11 +1,14 @@
 """Docker: the target and a per-tool generator container on a Compose user network
-(docker/compose.yaml, 198.18.1.0/24). Each run gets a fresh project brought up and torn down.
+(docker/compose.yaml, 198.18.1.0/24). One Compose project per suite: the target stack starts once
+(and again only when a scenario needs another stack), each run gets a fresh generator container,
+removed when the run ends; the project goes down with the suite.
 
 Images build locally FROM ``debian:bookworm-slim``; where that cannot be pulled (no registry),
 a base is made once with debootstrap + ``docker import`` (docker/base/build-base-image.sh).
 """
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -13,6 +16,7 @@ import shlex
 import shutil
 import subprocess
 import tempfile
+import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Iterator
@@ -20,7 +24,7 @@ from typing import IO, Iterator
 import psutil
 
 from harness import DOCKER_DIR, PREFIX, TOOLS_DIR, targets
-from harness.adapter import DockerBuild, ToolAdapter, docker_build
+from harness.adapter import DockerBuild, ToolAdapter, docker_build, read_manifest
 from harness.cpus import CpuSplit, format_cpus
 from harness.errors import HarnessError
 from harness.processes import signals_deferred
@@ -112,6 +116,26 @@ def record_build(image: str, inputs: str) -> None:
     partial.replace(BUILDS_FILE)
 
 
+# scripts/deps.sh holds it while it compiles the cargo tools in the background (RUNTIME=docker: it does not
+# wait for them); their images copy the binary it leaves in tools/<id>/prebuilt instead of compiling again.
+COMPILE_LOCK = Path("/var/lock/lth-compile.lock")
+
+
+def compiled_on_this_machine(folder: Path) -> bool:
+    return read_manifest(folder).get("kind") == "cargo"
+
+
+def wait_for_compiles(folder: Path) -> None:
+    """Until deps.sh's background compiles have ended (at once when none runs)."""
+    with COMPILE_LOCK.open("a") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(f"docker: the image of {folder.name} waits for the compile scripts/deps.sh runs in the background "
+                  "(log: /var/log/lth-deps-compile.log)", flush=True)
+            fcntl.flock(lock, fcntl.LOCK_SH)
+
+
 TARGET_IMAGE = f"{PREFIX}-target:latest"   # the target service's image, as compose.yaml names it
 
 
@@ -194,6 +218,8 @@ class DockerSession(InContainer, Session):
         self.generator_netns = self.shape_netns = netns_of(generator_id)
         self.target_netns = [*split.taskset("target"), *netns_of(target_id)]  # a proxy there shares Nginx's CPUs
         self.shape_device = self.capture_device = "eth0"   # the generator's egress: the whole RTT on one side
+        self.containers = {"generator": generator_id[:12], "target": target_id[:12]}
+        self.since = f"{time.time():.3f}"   # the target outlives the run: its log from here on is the run's
 
     def target_pids(self) -> set[int]:
         return container_pids(self.target_id) | (container_pids(self.upstream_id) if self.upstream_id else set())
@@ -204,7 +230,7 @@ class DockerSession(InContainer, Session):
     def save_logs(self, run_dir: Path) -> None:
         for container, name in ((self.target_id, "target.log"), (self.upstream_id, "upstream.log")):
             if container:
-                logs = run(["docker", "logs", container], check=False)
+                logs = run(["docker", "logs", "--since", self.since, container], check=False)
                 (run_dir / name).write_text(logs.stdout + logs.stderr)
 
 
@@ -219,6 +245,8 @@ class DockerRuntime(Runtime):
         self._certificate: Certificate | None = None
         self._stack: Stack | None = None
         self._facts: dict = {}
+        self._stack_up: targets.Setup | None = None   # the setup whose containers are up
+        self._target_ids: tuple[str, str] = ("", "")  # its target and upstream containers
 
     def _env(self, tool: str | None, build: DockerBuild | None, target: TargetAdapter | None = None) -> dict[str, str]:
         # No tool (down, the target's build): an empty LTH_TOOL takes compose.yaml's default, as those
@@ -261,44 +289,65 @@ class DockerRuntime(Runtime):
         return []
 
     def prepare(self, adapters: list[ToolAdapter]) -> dict[str, str]:
+        """Builds the images whose files changed since their last build (all of them on a new machine),
+        numbered as they go; an unchanged image costs a hash of its files. The compiled tools' images come
+        last: their binaries may still be compiling in the background (scripts/deps.sh, RUNTIME=docker)."""
         self.base_image = ensure_base_image()
-        for target in dict.fromkeys([targets.FILE_SERVER, *sorted(self.target_ids)]):   # the file server first
-            problem = self._build("target", None, targets.get(target))
-            if problem:
-                raise HarnessError(problem)
+        jobs = [("target", None, targets.get(t)) for t in dict.fromkeys([targets.FILE_SERVER, *sorted(self.target_ids)])]
+        folders = dict.fromkeys(a.folder for a in adapters if not a.unavailable)   # variants share an image
+        jobs += [("generator", folder, None) for folder in sorted(folders, key=compiled_on_this_machine)]
+        stale = [(job, inputs) for job in jobs if (inputs := self._stale(*job))]
         broken = {}
-        for folder in dict.fromkeys(a.folder for a in adapters if not a.unavailable):  # variants share an image
-            problem = self._build("generator", folder)
+        for index, ((service, folder, target), (build, inputs)) in enumerate(stale, start=1):
+            if folder is not None and compiled_on_this_machine(folder):
+                wait_for_compiles(folder)
+                if (now := self._stale(service, folder, target)) is None:   # built from its binary before
+                    continue
+                build, inputs = now
+            problem = build if isinstance(build, str) else self._build(service, folder, target, build, inputs,
+                                                                      f"{index}/{len(stale)}")
+            if problem and target is not None:
+                raise HarnessError(problem)
             if problem:
                 broken.update({a.name: problem for a in adapters if a.folder == folder})
         return broken
 
-    def _build(self, service: str, folder: Path | None, target: TargetAdapter | None = None) -> str | None:
-        tool = folder.name if folder else None
+    def _stale(self, service: str, folder: Path | None,
+               target: TargetAdapter | None) -> tuple[DockerBuild | str | None, str] | None:
+        """(the build, its inputs' hash) when the image is to be built; None when it is up to date.
+        A tool whose build cannot even be described gives its reason in place of the build."""
         try:
             build = docker_build(folder) if folder else None   # the tool's Dockerfile and build args
         except HarnessError as exc:
-            return str(exc)
-        image = folder_image(tool) if tool else target.image
+            return str(exc), ""
+        image = folder_image(folder.name) if folder else target.image
         inputs = build_inputs(self.base_image, [TOOLS_DIR / "_lib", folder, TOOLS_DIR / build.dockerfile]
                               if build else [target.folder], build.args if build else {})
-        if built_from(image) == inputs:
-            return None      # built from these very files before: compose build would only check its cache
-        print(f"docker: building {service} image{' for ' + tool if tool else ''}{' ' + target.id if target else ''} "
-              f"(base {self.base_image}{', ' + build.dockerfile if build else ''})", flush=True)
+        return None if built_from(image) == inputs else (build, inputs)
+
+    def _build(self, service: str, folder: Path | None, target: TargetAdapter | None, build: DockerBuild | None,
+               inputs: str, counted: str) -> str | None:
+        tool = folder.name if folder else None
+        image = folder_image(tool) if tool else target.image
+        print(f"docker: building image {counted}: {service}{' for ' + tool if tool else ''}"
+              f"{' ' + target.id if target else ''} (base {self.base_image}{', ' + build.dockerfile if build else ''})",
+              flush=True)
+        started = time.monotonic()
         result = self._compose(tool, "build", service, timeout=3600, build=build, target=target)
         if result.returncode != 0:
             lines = (result.stdout + result.stderr).strip().splitlines()
             tail = [line for line in lines if "error" in line.lower()][-3:] or lines[-3:]  # the cause, not the noise
             return f"docker build of {service} ({tool}) failed: {' | '.join(tail)}"
         record_build(image, inputs)
+        print(f"docker: image {counted} built in {time.monotonic() - started:.0f} s", flush=True)
         return None
 
     def __enter__(self) -> "DockerRuntime":
         self._workdir = Path(tempfile.mkdtemp(prefix=f"{PREFIX}-target-"))
         self._workdir.chmod(0o755)   # the servers' workers read their folders below it
+        self._stack_up = None
         if hasattr(self, "_compose_cmd"):
-            self._down()  # what a killed suite left of the project, once (each run takes its own down)
+            self._down()  # what a killed suite left of the project
         with undone_on_error(self):
             self.use_target(targets.Setup())
         return self
@@ -307,6 +356,7 @@ class DockerRuntime(Runtime):
         with signals_deferred():
             if hasattr(self, "_compose_cmd"):
                 self._down()
+            self._stack_up = None
             if self._workdir is not None:
                 shutil.rmtree(self._workdir, ignore_errors=True)
 
@@ -344,21 +394,39 @@ class DockerRuntime(Runtime):
         return run(["docker", "ps", "-q", "--filter", f"label=com.docker.compose.project={PROJECT}",
                     "--filter", f"label=com.docker.compose.service={service}"], check=False).stdout.strip()
 
+    def _target_up(self) -> tuple[str, str]:
+        """The running stack's target (and upstream) containers, started when the stack changed since the
+        last run: compose recreates a service whose command or mounts changed and removes the other
+        stack's upstream (an orphan of the files in use)."""
+        if self._stack_up != self._stack.setup:
+            services = ["target", *(["upstream"] if self._stack.has_proxy else [])]
+            up = self._compose(None, "up", "-d", "--no-build", "--remove-orphans", *services)
+            if up.returncode != 0:
+                raise HarnessError(f"docker runtime: the target did not start: {up.stderr.strip().splitlines()[-1:]}")
+            self._target_ids = (self._container_id("target"),
+                                self._container_id("upstream") if self._stack.has_proxy else "")
+            self._stack.target.wait_ready()
+            self._stack_up = self._stack.setup
+        return self._target_ids
+
     @contextmanager
     def session(self, adapter: ToolAdapter) -> Iterator[Session]:
+        """A fresh generator container for the run (the target stays up for the suite), removed after it."""
         tool = adapter.folder.name
+        generator = ""
         try:
-            up = self._compose(tool, "up", "-d", "--no-build")
-            if up.returncode != 0:
-                raise HarnessError(f"docker runtime: compose up failed: {up.stderr.strip().splitlines()[-1:]}")
-            upstream = self._container_id("upstream") if self._stack.has_proxy else ""
-            session = DockerSession(self._container_id("generator"), self._container_id("target"),
-                                    self.split, self._stack.target, upstream)
-            session.target.wait_ready()
+            target_id, upstream_id = self._target_up()
+            up = self._compose(tool, "up", "-d", "--no-build", "--no-deps", "generator")
+            generator = self._container_id("generator")
+            if up.returncode != 0 or not generator:
+                raise HarnessError(f"docker runtime: the generator did not start: {up.stderr.strip().splitlines()[-1:]}")
+            session = DockerSession(generator, target_id, self.split, self._stack.target, upstream_id)
             yield session
         finally:
             with signals_deferred():
-                self._down()
+                generator = generator or self._container_id("generator")
+                if generator:
+                    run(["docker", "rm", "--force", "--volumes", *generator.split()], check=False, timeout=120)
 
     def describe(self) -> dict:
         return {"target": f"nginx container at {TARGET_IP} on compose network 198.18.1.0/24",

@@ -181,6 +181,7 @@ class HostRuntime(Runtime):
         self._stack: HostStack | None = None
         self._workdir: Path | None = None
         self._certificate: Certificate | None = None
+        self._facts: dict = {}
 
     def problems(self, adapters: list[ToolAdapter]) -> list[str]:
         found = []
@@ -231,6 +232,7 @@ class HostRuntime(Runtime):
         # The file server and a proxy share the namespace: the proxy reaches it on the namespace's address.
         stack = stage(setup, folder, TARGET_IP, TARGET_IP, self._certificate)
         self._stack = HostStack(stack, self.split, folder)
+        self._facts = {}
         self._stack.start()
 
     def check_target(self) -> None:
@@ -238,11 +240,14 @@ class HostRuntime(Runtime):
         self._stack.stack.target.verify()
 
     def target_facts(self) -> dict:
+        """Asked once per stack (the servers' versions are a process each)."""
         if self._stack is None:
             return {}
-        servers = {get(self._stack.stack.setup.target), get(FILE_SERVER)}
-        versions = {server.id: version_of(_output(list(server.version_command))) for server in servers}
-        return stack_facts(self._stack.stack, self._stack.cpus, versions)
+        if not self._facts:
+            servers = {get(self._stack.stack.setup.target), get(FILE_SERVER)}
+            versions = {server.id: version_of(_output(list(server.version_command))) for server in servers}
+            self._facts = stack_facts(self._stack.stack, self._stack.cpus, versions)
+        return self._facts
 
     @contextmanager
     def session(self, adapter: ToolAdapter) -> Iterator[Session]:

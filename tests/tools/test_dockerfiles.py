@@ -1,8 +1,11 @@
 """A generator image is built from its install kind's shared Dockerfile (tools/_docker/), with build args
 from the tool's manifest, or from the tool's own tools/<id>/Dockerfile when it has one (harness/adapter.py
 docker_build); the Docker runtime hands both to compose.yaml."""
+import fcntl
 import re
 import subprocess
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -49,6 +52,9 @@ def test_a_build_stage_copies_what_the_adapter_runs(folder: Path):
 def test_every_install_kind_has_a_shared_dockerfile_and_its_toolchain_script():
     assert {TOOLS_DIR / "_docker" / f"{name}.Dockerfile" for name in KIND_DOCKERFILES.values()} == set(SHARED)
     assert all((TOOLS_DIR / "_lib" / script).is_file() for script in KIND_TOOLCHAINS.values())
+    # every kind built in a stage shares its toolchain's layer (the Dockerfile copies _lib/*-toolchain.sh)
+    staged = {kind for kind, dockerfile in KIND_DOCKERFILES.items() if dockerfile == "build-stage"}
+    assert staged == set(KIND_TOOLCHAINS) and all(s.endswith("-toolchain.sh") for s in KIND_TOOLCHAINS.values())
     kinds = {read_manifest(folder)["kind"] for folder in FOLDERS}
     assert kinds <= set(KIND_DOCKERFILES), kinds - set(KIND_DOCKERFILES)
 
@@ -68,7 +74,7 @@ def test_the_build_args_are_the_manifests(tmp_path: Path):
                                              'installed = "/opt/x/dist"\n')
     debian = tool_folder(tmp_path, "debtool", 'kind = "apt"\nbinary = "debtool"\n')
     assert docker_build(java).args == {"TOOL": "javatool", "RUNTIME_PACKAGES": "openjdk-17-jre-headless ca-certificates",
-                                       "INSTALLED": "/opt/lth/javatool", "TOOLCHAIN": ""}
+                                       "INSTALLED": "/opt/lth/javatool", "TOOLCHAIN": "maven-toolchain.sh"}
     assert docker_build(gotool).args == {"TOOL": "gotool", "RUNTIME_PACKAGES": "", "INSTALLED": "/opt/lth/bin",
                                          "TOOLCHAIN": KIND_TOOLCHAINS["go"]}
     assert docker_build(placed).args["INSTALLED"] == "/opt/x/dist"
@@ -103,15 +109,17 @@ def test_the_runtime_builds_with_the_tools_dockerfile_and_args(monkeypatch: pyte
     runtime = DockerRuntime()
     runtime._compose_cmd = ["docker-compose"]
     folder = STAGED[0]
-    assert runtime._build("generator", folder) is None
-    build = docker_build(folder)
+    build, inputs = runtime._stale("generator", folder, None)     # stale: never built here
+    assert runtime._build("generator", folder, None, build, inputs, "1/1") is None
+    assert build == docker_build(folder)
     assert calls[0]["LTH_DOCKERFILE"] == build.dockerfile
     assert {arg: calls[0][f"LTH_{arg}"] for arg in build.args} == build.args
 
 
 def test_a_tool_without_a_dockerfile_is_a_problem_not_a_crash(tmp_path: Path):
     odd = tool_folder(tmp_path, "odd", 'kind = "brew"\nbinary = "odd"\n')
-    assert "no Dockerfile" in DockerRuntime()._build("generator", odd)
+    problem, _ = DockerRuntime()._stale("generator", odd, None)
+    assert "no Dockerfile" in problem
 
 
 def test_an_image_is_built_again_only_when_what_it_is_built_from_changed(tmp_path, monkeypatch):
@@ -134,3 +142,37 @@ def test_an_image_is_built_again_only_when_what_it_is_built_from_changed(tmp_pat
     assert docker.build_inputs("base", [folder], {"TOOL": "x"}) != inputs
     monkeypatch.setattr(docker, "image_id", lambda image: "sha256:rebuilt-by-hand")
     assert docker.built_from("lth-tool-x:latest") is None
+
+
+def held(lock: Path) -> bool:
+    """Whether another process holds ``lock`` (flock), as deps.sh's compile does."""
+    if not lock.exists():
+        return False
+    with lock.open() as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        return False
+
+
+def test_a_compiled_tools_image_waits_for_the_background_compile(tmp_path, monkeypatch, capsys):
+    """scripts/deps.sh (RUNTIME=docker) compiles oha and drill in the background holding COMPILE_LOCK; the
+    image build of such a tool waits until it is released, then copies the binary (tools/_lib/cargo.sh)."""
+    from harness.runtimes import docker
+    monkeypatch.setattr(docker, "COMPILE_LOCK", tmp_path / "compile.lock")
+    holder = subprocess.Popen(["flock", str(tmp_path / "compile.lock"), "sh", "-c", "read line"],
+                              stdin=subprocess.PIPE, text=True)
+    try:
+        while not held(tmp_path / "compile.lock"):
+            time.sleep(0.05)
+        threading.Timer(0.5, holder.stdin.close).start()   # the compile ends
+        docker.wait_for_compiles(TOOLS_DIR / "oha")
+        assert not held(tmp_path / "compile.lock")
+    finally:
+        holder.kill()
+    assert "the image of oha waits for the compile" in capsys.readouterr().out
+    docker.wait_for_compiles(TOOLS_DIR / "oha")      # no compile running: at once, silently
+    assert capsys.readouterr().out == ""
+    assert [f.name for f in FOLDERS if docker.compiled_on_this_machine(f)] == ["drill", "oha"]

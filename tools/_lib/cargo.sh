@@ -1,6 +1,6 @@
 # cargo_install: the manifest's `package` crate at `version` from crates.io into the root of its
 # `binary` (/opt/lth/cargo), with `cargo install --locked` (the crate's own Cargo.lock: without it a
-# newer dependency needs a newer rustc) and a cargo new enough (find-cargo.sh); ~5-15 min on 2 cores.
+# newer dependency needs a newer rustc) and a cargo new enough (cargo-toolchain.sh); ~5-15 min on 2 cores.
 # Fast path, for host and image alike: prebuilt/<id> (git-ignored; the one part of prebuilt/ that
 # tools/.dockerignore lets into the build context) is used when it reports the manifest's version.
 # install.sh copies the host's binary there, so the image (same Debian release and glibc) runs the
@@ -13,7 +13,7 @@ cargo_install() {
     install -D -m 0755 "$prebuilt" "$bin"
   fi
   if ! reports_version "$bin"; then
-    "$("$LTH_LIB/find-cargo.sh")" install --locked --root "${bin%/bin/*}" "$(manifest_get package)" --version "$version"
+    "$("$LTH_LIB/cargo-toolchain.sh")" install --locked --root "${bin%/bin/*}" "$(manifest_get package)" --version "$version"
     reports_version "$bin" || fail "$bin does not report version $version"
   fi
   if ! cmp -s "$bin" "$prebuilt"; then

