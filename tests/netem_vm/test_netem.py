@@ -137,11 +137,14 @@ def test_every_p50_carries_the_whole_rtt(netem_rows):
 
 
 def test_netem_delays_the_handshake(netem_rows):
-    """A fresh connection pays the RTT for its handshake under netem (Toxiproxy answers it itself)."""
+    """A fresh connection pays netem's delay for its handshake (Toxiproxy answers it itself: < half the RTT,
+    test_toxiproxy_answers_the_handshake_itself_netem_delays_it). Against the delay each probe ran at, not the
+    target RTT: under a slow TCG the native hop is several ms (2026-11-26: a 10 ms profile calibrated to
+    4.4-5.2 ms of netem, a connect of 6.1 ms at 4.4), and a connect crosses it without the server's work."""
     for row in netem_rows:
-        connects = [p["connect_ms"] for p in row["shaping"]["probes"]]
         target = float(row["rtt_target_ms"])
-        assert min(connects) >= 0.8 * target, (row["scenario"], row["tool"], connects)
+        for probe in row["shaping"]["probes"]:
+            assert probe["connect_ms"] >= max(0.9 * probe["delay_ms"], 0.5 * target), (row["scenario"], row["tool"], probe)
 
 
 # --- Toxiproxy as the limit: named "shaper" (harness/row/bottleneck.py), never "neither" --------------------
