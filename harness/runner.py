@@ -101,6 +101,7 @@ class Phases:
     """The wall time of each phase of one run (record.json's phases_s; meta.json's overhead_s is
     every phase but the load): where the harness's own time around the tool goes."""
     seconds: dict[str, float]
+    _started: dict[str, float] = field(default_factory=dict)   # a phase timed across callbacks: when it began
 
     @contextmanager
     def timed(self, name: str) -> Iterator[None]:
@@ -111,10 +112,10 @@ class Phases:
             self.seconds[name] = round(self.seconds.get(name, 0.0) + time.monotonic() - started, 3)
 
     def start(self, name: str) -> None:
-        self.seconds[f"_{name}"] = time.monotonic()
+        self._started[name] = time.monotonic()
 
     def stop(self, name: str) -> None:
-        started = self.seconds.pop(f"_{name}", None)
+        started = self._started.pop(name, None)
         if started is not None:
             self.seconds[name] = round(self.seconds.get(name, 0.0) + time.monotonic() - started, 3)
 
