@@ -396,9 +396,9 @@ class DockerRuntime(Runtime):
 
     def _target_up(self) -> tuple[str, str]:
         """The running stack's target (and upstream) containers, started when the stack changed since the
-        last run: compose recreates a service whose command or mounts changed and removes the other
-        stack's upstream (an orphan of the files in use)."""
-        if self._stack_up != self._stack.setup:
+        last run or its target is no longer running (a crash): compose recreates a service whose command or
+        mounts changed and removes the other stack's upstream (an orphan of the files in use)."""
+        if self._stack_up != self._stack.setup or self._container_id("target") != self._target_ids[0]:
             services = ["target", *(["upstream"] if self._stack.has_proxy else [])]
             up = self._compose(None, "up", "-d", "--no-build", "--remove-orphans", *services)
             if up.returncode != 0:
