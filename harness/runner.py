@@ -105,11 +105,11 @@ class Phases:
 
     @contextmanager
     def timed(self, name: str) -> Iterator[None]:
-        started = time.monotonic()
+        self.start(name)
         try:
             yield
         finally:
-            self.seconds[name] = round(self.seconds.get(name, 0.0) + time.monotonic() - started, 3)
+            self.stop(name)
 
     def start(self, name: str) -> None:
         self._started[name] = time.monotonic()
