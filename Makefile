@@ -37,7 +37,7 @@ RUN_ARGS = --tools $(TOOLS) --scenarios $(SCENARIOS) --runtime $(RUNTIME) --shap
            $(CPU_ARGS) $(if $(CAPTURE),--capture) $(if $(TARGET_HOST),--target-host $(TARGET_HOST)) \
            $(if $(GENERATOR_HOST),--generator-host $(GENERATOR_HOST))
 
-.PHONY: deps bench-all bench-quick bench-capacity bench-lab test test-netem compare-shapers test-unit test-e2e list-tools clean-state report rederive compare
+.PHONY: deps bench-all bench-quick bench-capacity bench-lab test test-netem compare-shapers test-unit test-tools test-e2e list-tools clean-state report rederive compare
 
 # What the chosen runtime runs: RUNTIME=docker the engine (the tools are installed in their images, when the
 # suite builds them), RUNTIME=host the tools on this machine (README: What each runtime installs).
@@ -133,6 +133,12 @@ test-netem compare-shapers:
 test-unit:
 	@DEPS_VENV_ONLY=1 scripts/deps.sh
 	$(PY) -m pytest -q -rs -m "not e2e" -n $$(( $$(nproc) + 1 )) --dist loadfile tests
+
+# A tool folder's checks (tools/README.md, adding a tool, step 7): every tool's parser tests on its captured
+# outputs, the manifests, Dockerfiles and README table, discovery; seconds where the unit tier takes minutes.
+test-tools:
+	@DEPS_VENV_ONLY=1 scripts/deps.sh
+	$(PY) -m pytest -q -rs -m "not e2e" tests/tools tests/test_registry.py
 
 # The end-to-end tests of the selected tools only (TOOLS=wrk,ab; all: every end-to-end test).
 test-e2e:

@@ -1,10 +1,12 @@
 """Adding a tool is one folder and the steps of tools/README.md ("Adding a tool, step by step"), nothing
 else to edit: the worked example in tests/example_tool/ (httperf: a wrapped tool without a duration
 option, its parser test and a fixture from a real run) is copied into a throw-away clone, and the guide's
-commands run there as typed: make deps, make readme-tools, make test-unit, then make bench-quick with the
+commands run there as typed: make deps, make readme-tools, make test-tools, then make bench-quick with the
 new tool in both runtimes."""
 import csv
+import re
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -34,7 +36,7 @@ def step(clone, *arguments: str):
 def guide(clone):
     """The guide's steps 4-6, in order (each test below checks one outcome)."""
     step(clone, "deps", f"TOOLS={TOOL}", "RUNTIME=host")
-    return {"readme": step(clone, "readme-tools"), "unit": step(clone, "test-unit")}
+    return {"readme": step(clone, "readme-tools"), "tool_checks": step(clone, "test-tools")}
 
 
 def test_the_readme_table_gets_the_new_tool(clone, guide):
@@ -42,8 +44,17 @@ def test_the_readme_table_gets_the_new_tool(clone, guide):
     assert f"| `{TOOL}` | 0.9.0 (Debian) |" in (clone / "README.md").read_text()
 
 
-def test_the_unit_tier_is_green_with_the_new_tool_and_runs_its_parser_test(guide):
-    assert " passed" in guide["unit"].stdout and " failed" not in guide["unit"].stdout
+def test_the_tool_checks_are_green_with_the_new_tool_and_run_its_parser_test(clone, guide):
+    """Every test `make test-tools` collects in the clone passed, the example's parser test among them."""
+    output = guide["tool_checks"].stdout
+    passed = re.search(r"(\d+) passed", output)
+    assert passed and " failed" not in output and " error" not in output, output[-2000:]
+    collected = subprocess.run([str(clone / ".venv" / "bin" / "python"), "-m", "pytest", "--collect-only", "-q",
+                                "-m", "not e2e", "tests/tools", "tests/test_registry.py"],
+                               cwd=clone, capture_output=True, text=True).stdout.splitlines()
+    ids = [line for line in collected if "::" in line]
+    assert any(line.startswith(f"tests/tools/test_{TOOL}.py::") for line in ids), collected[-20:]
+    assert int(passed.group(1)) == len(ids), (passed.group(0), len(ids))
 
 
 @pytest.mark.parametrize("runtime", ["host", "docker"])
