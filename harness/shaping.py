@@ -98,12 +98,10 @@ def measure_rtt(session: Session, target: Target, rtt_ms: float) -> float:
 
 def steady_probe(session: Session, target: Target, rtt_ms: float, band_ms: float) -> dict:
     """One probe; one that misses ``rtt_ms`` by more than ``band_ms`` is probed twice more and the
-    median of the three kept (with its connect_ms). In a slow VM one second's probe can be off by
-    1.5 ms or more (tests/netem_vm); on a steady machine the first one stands."""
-    probes = [probe_rtt(session, target, rtt_ms)]
-    if abs(probes[0]["median_ms"] - rtt_ms) > band_ms:
-        probes += [probe_rtt(session, target, rtt_ms) for _ in range(2)]
-    return sorted(probes, key=lambda p: p["median_ms"])[len(probes) // 2]
+    median of the three kept (with its connect_ms), all in the probe's one process (rtt_probe.py
+    --steady). In a slow VM one second's probe can be off by 1.5 ms or more (tests/netem_vm); on a
+    steady machine the first one stands."""
+    return probe_rtt(session, target, rtt_ms, steady_band_ms=band_ms)
 
 
 def probe_count(rtt_ms: float) -> int:
@@ -112,15 +110,17 @@ def probe_count(rtt_ms: float) -> int:
 
 
 def probe_rtt(session: Session, target: Target, rtt_ms: float, count: int | None = None,
-              at: float | None = None) -> dict:
+              at: float | None = None, steady_band_ms: float | None = None) -> dict:
     """harness/rtt_probe.py's figures: median/min/max of the GETs, and a fresh handshake's connect_ms.
-    at: the wall-clock time the timed GETs start, however long the probe's process takes to start."""
+    at: the wall-clock time the timed GETs start, however long the probe's process takes to start.
+    steady_band_ms: see steady_probe."""
     count = count or probe_count(rtt_ms)
     wait_s = max(0.0, at - time.time()) if at is not None else 0.0
+    steady = ["--steady", f"{rtt_ms:g}", f"{steady_band_ms:g}"] if steady_band_ms is not None else []
     result = session.run_python(PROBE_SCRIPT, [target.host, str(target.port), target.probe_path, str(count),
                                                *(["--tls"] if target.tls else []),
-                                               *(["--at", f"{at:.3f}"] if at is not None else [])],
-                                timeout=60 + wait_s)
+                                               *(["--at", f"{at:.3f}"] if at is not None else []), *steady],
+                                timeout=(180 if steady else 60) + wait_s)
     if result.returncode != 0:
         raise HarnessError(f"RTT probe to {target.url} failed: {result.stderr.strip().splitlines()[-1:]}")
     return json.loads(result.stdout)

@@ -9,6 +9,7 @@ import pytest
 
 from harness.errors import HarnessError
 from harness.row import rtt_ok
+from harness import rtt_probe
 from harness.shaping import PROBE_SCRIPT, Knob, _calibrate, choose_shaper, measure_rtt, netem_command, netem_limit
 from harness.target import Target
 
@@ -107,7 +108,7 @@ def test_a_run_on_a_calibrated_path_starts_where_the_previous_one_ended(tmp_path
     path.run_python = lambda script, args, timeout=60: calls.append(args) or subprocess.CompletedProcess(
         args, 0, json.dumps({"median_ms": path.delay_ms + 1.4, "connect_ms": 0.1}), "")
     ended = _calibrate(path, Target("198.18.0.2", 80), Knob("toxiproxy", "delay", 1, path.set), 50, tmp_path)
-    assert ended == 49 and len(calls) == 4            # the profile: 51.4 misses (median of 3), then 49 + 1.4
+    assert ended == 49 and len(calls) == 2            # the profile: 51.4 misses (its process probes 3), then 49 + 1.4
     calls.clear()
     again = _calibrate(path, Target("198.18.0.2", 80), Knob("toxiproxy", "delay", 1, path.set), 50, tmp_path, ended)
     shaping = json.loads((tmp_path / "shaping.json").read_text())
@@ -137,23 +138,39 @@ def test_the_probe_times_gets_and_a_fresh_handshake_against_a_real_server(tmp_pa
     assert 0 < figures["connect_ms"] < 1000
 
 
-class _NoisyPath:
-    """Probes that return the given medians in turn."""
-
-    def __init__(self, *medians: float) -> None:
-        self.medians, self.calls = list(medians), 0
-
-    def run_python(self, script, args, timeout: float = 60):
-        self.calls += 1
-        median = self.medians.pop(0)
-        return subprocess.CompletedProcess(args, 0, json.dumps({"median_ms": median, "connect_ms": median}), "")
+def test_a_probe_within_tolerance_stands_alone(monkeypatch):
+    medians = iter([10.4, 99.0, 99.0])
+    monkeypatch.setattr(rtt_probe, "probe", lambda *args: {"median_ms": next(medians)})
+    assert rtt_probe.steady("198.18.0.2", 80, "/", 30, False, 10, 1.0) == {"median_ms": 10.4, "probes": 1}
 
 
-def test_a_probe_within_tolerance_stands_alone():
-    path = _NoisyPath(10.4, 99.0, 99.0)
-    assert measure_rtt(path, Target("198.18.0.2", 80), 10) == 10.4 and path.calls == 1
+def test_a_probe_that_misses_is_probed_twice_more_and_the_median_kept(monkeypatch):
+    medians = iter([11.7, 10.1, 10.3])
+    monkeypatch.setattr(rtt_probe, "probe", lambda *args: {"median_ms": next(medians)})
+    assert rtt_probe.steady("198.18.0.2", 80, "/", 30, False, 10, 1.0) == {"median_ms": 10.3, "probes": 3}
 
 
-def test_a_probe_that_misses_is_probed_twice_more_and_the_median_kept():
-    path = _NoisyPath(11.7, 10.1, 10.3)
-    assert measure_rtt(path, Target("198.18.0.2", 80), 10) == 10.3 and path.calls == 3
+def test_the_rows_rtt_is_one_steady_probe_within_the_rows_tolerance():
+    """measure_rtt asks the probe's one process for the median of three where the first misses by more
+    than harness.row.rtt_ok's tolerance (10%, at least 0.5 ms)."""
+    calls = []
+    session = type("Session", (), {"run_python": lambda self, script, args, timeout=60: calls.append(args) or
+                                   subprocess.CompletedProcess(args, 0, json.dumps({"median_ms": 10.2}), "")})()
+    assert measure_rtt(session, Target("198.18.0.2", 80), 10) == 10.2
+    (args,) = calls
+    assert args[args.index("--steady") + 1:] == ["10", "1"]
+
+
+def test_the_steady_probe_runs_three_probes_in_one_process_against_a_real_server(tmp_path):
+    (tmp_path / "f.txt").write_text("x" * 100)
+    handler = functools.partial(_KeepAliveFiles, directory=str(tmp_path))
+    with http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler) as server:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        try:
+            out = subprocess.run([sys.executable, str(PROBE_SCRIPT), "127.0.0.1", str(server.server_port), "/f.txt",
+                                  "5", "--steady", "1000", "0"],          # 1,000 ms: every probe misses
+                                 capture_output=True, text=True, timeout=60, check=True).stdout
+        finally:
+            server.shutdown()
+    figures = json.loads(out)
+    assert figures["probes"] == 3 and figures["count"] == 5 and 0 < figures["median_ms"] < 1000
