@@ -151,11 +151,11 @@ class FakeTool(ToolAdapter):
         if not lines:
             raise ParseError("no JSON summary line in the fake tool's output")
         data = json.loads(lines[-1])
-        latencies = sorted(data["latencies_ms"])
+        latencies = sorted(data["latencies_ms"]) or [None]          # a run of no request has no latency
         pick = lambda q: latencies[min(len(latencies) - 1, int(q * len(latencies)))]   # noqa: E731
         load_start = data["load_started_at"] - output.launched_at if self.mode == "window" else None
         return Metrics(requests=data["requests"], errors=0, rps=data["requests"] / data["measured_s"],
                        measured_s=data["measured_s"], load_start_s=load_start, lat_min_ms=latencies[0],
-                       lat_mean_ms=sum(latencies) / len(latencies), lat_p50_ms=pick(0.5), lat_p75_ms=pick(0.75),
-                       lat_p90_ms=pick(0.9), lat_p95_ms=pick(0.95), lat_p99_ms=pick(0.99), lat_max_ms=latencies[-1],
-                       source="the fake tool's JSON line")
+                       lat_mean_ms=None if None in latencies else sum(latencies) / len(latencies),
+                       lat_p50_ms=pick(0.5), lat_p75_ms=pick(0.75), lat_p90_ms=pick(0.9), lat_p95_ms=pick(0.95),
+                       lat_p99_ms=pick(0.99), lat_max_ms=latencies[-1], source="the fake tool's JSON line")

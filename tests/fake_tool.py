@@ -3,7 +3,7 @@
 ok: GETs URL on one keep-alive connection for LOAD_S (the runner does not hold a tool to its duration;
 the tests run faster), then prints one JSON summary line; long: as ok for the whole DURATION_S; window: after a start-up of STARTUP_S holding
 BALLAST_MB, the load for the whole DURATION_S (top samples it once a second); fail: as ok, then a message
-on stderr and exit status 3; hang: never ends; garbage: as ok but prints no summary; wrapped-MODE: MODE under
+on stderr and exit status 3; hang: never ends; garbage: as ok but prints no summary; zero: a summary of 0 requests, exit 0; wrapped-MODE: MODE under
 a wrapper that holds BALLAST_MB (see wrap); paced: GETs at RATE a second, evenly, but never more than
 PACED_CAP_RPS (see paced); without a RATE, as ok. Standard library only: it runs as a
 script, outside the harness's package.
@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
-MODES = ("ok", "long", "window", "fail", "hang", "garbage", "wrapped-long", "paced")
+MODES = ("ok", "long", "window", "fail", "hang", "garbage", "zero", "wrapped-long", "paced")
 WRAPPED_NAME = "lth-fake-tool"   # the wrapped tool's process name (sampled_process)
 STARTUP_S = 2.0
 BALLAST_MB = 200
@@ -88,6 +88,9 @@ def main(mode: str, url: str, duration_s: float, rate: float | None = None) -> i
         ballast[::4096] = b"x" * len(ballast[::4096])     # touched, so it is resident
         time.sleep(STARTUP_S)
         del ballast
+    if mode == "zero":           # wrk at 1,000 VUs in a TCG VM on a busy machine: exit 0, "0 requests"
+        print(json.dumps({"requests": 0, "measured_s": duration_s, "load_started_at": time.time(), "latencies_ms": []}))
+        return 0
     summary = _load(url, duration_s if mode in ("window", "long") else min(duration_s, LOAD_S))
     if mode == "garbage":
         print("fake: nothing a parser could read")

@@ -1,7 +1,7 @@
 """The runner's status rules, without root: one suite through harness.runner.run_suite on the in-process
 runtime of tests/fake_runtime.py (a local HTTP target, Python child processes as tools).
 
-A run is ok only when the tool exited 0 in time and its output parsed; a non-zero exit is failed with the
+A run is ok only when the tool exited 0 in time and its output parsed with at least one request; a non-zero exit is failed with the
 last stderr line, a tool still running past its grace is killed and timeout, unparsable output is failed
 with the parser's error; a rate scenario gives a tool without an open model an unsupported row and never
 starts it; a tool the runtime cannot prepare is a failed row with the reason; every one of them is a row
@@ -23,7 +23,7 @@ from harness.scenarios import Scenario
 CLOSED = Scenario(id="vu2-rtt0.1", vus=2, rtt_ms=0.1, duration_s=1)
 RATE = Scenario(id="rate50", vus=2, rtt_ms=0.1, duration_s=1, rate_rps=50)
 GRACE_S = 8.0          # a fake tool's interpreter may take seconds to start on a busy machine
-TOOLS = [FakeTool("fail"), FakeTool("hang"), FakeTool("garbage"), FakeTool("ok"), FakeTool("window"), FakeTool("wrapped-long"),
+TOOLS = [FakeTool("fail"), FakeTool("hang"), FakeTool("garbage"), FakeTool("zero"), FakeTool("ok"), FakeTool("window"), FakeTool("wrapped-long"),
          FakeTool("ok", name="fake-unprepared"), FakeTool("ok", name="fake-open", open_model=True)]
 BROKEN = {"fake-unprepared": "image build failed: see build.log"}
 
@@ -67,6 +67,12 @@ def test_a_non_zero_exit_is_failed_with_the_cause_and_its_figures_are_withheld_f
     with (suite["folder"] / "runs.csv").open() as handle:
         written = next(r for r in csv.DictReader(handle) if r["tool"] == "fake-fail")
     assert written["requests"] == written["mem_avg_mb"] == written["cpu_avg_pct"] == ""
+
+
+def test_a_tool_that_exits_0_with_no_request_is_failed_not_ok(suite):
+    row = suite["rows"][CLOSED.id, "fake-zero"]
+    assert row.status == "failed" and row.error.startswith("0 requests completed:"), (row.status, row.error)
+    assert row.rps is None and row.requests is None        # a failed run's figures are withheld, as any
 
 
 def test_a_tool_running_past_its_grace_is_killed_and_timeout(suite):

@@ -197,6 +197,10 @@ def _figures(row: RunRow, adapter: ToolAdapter, output: ToolOutput, execution: E
         row.status, row.error = "timeout", f"still running {grace_s or 0:.0f} s after its duration: killed"
     elif execution.exit_code != 0:
         row.status, row.error = "failed", f"exit status {execution.exit_code}: {cause_line(execution.stderr, execution.stdout)}"
+    elif metrics is not None and metrics.requests == 0:
+        # Seen: wrk at 1,000 VUs in a TCG VM on a busy machine exited 0 after 14.6 s with "0 requests".
+        row.status, row.error = "failed", ("0 requests completed: the tool exited 0 and its output parsed, but "
+                                           "there is nothing to measure (server_requests: what reached the target)")
     elif metrics is not None:
         row.status = "ok"
     return {"metric_source": metrics.source if metrics else None, "notes": metrics.notes if metrics else [],
