@@ -7,11 +7,12 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from conftest import REPO, harness, require_root_tools
+from conftest import REPO, harness, require_root_tools, selected_tools
 from harness.runtimes.docker import docker_available
 from harness.ssh import SSH_CONFIG_ENV, parse_ssh_url
 from harness.lab import lab, missing
@@ -29,13 +30,13 @@ def engines():
         pytest.skip(reason)
     if docker_available() is None:
         pytest.skip("no Docker daemon answers: run `make deps`")
-    with lab(3, docker=True) as made:
+    with lab(3, docker=True) as made, pytest.MonkeyPatch.context() as patch:
+        patch.setenv(SSH_CONFIG_ENV, str(made[0].ssh_config))
         yield made
 
 
 @pytest.fixture
-def hosts(engines, monkeypatch):
-    monkeypatch.setenv(SSH_CONFIG_ENV, str(engines[0].ssh_config))
+def hosts(engines):
     yield engines
     for host in engines:
         assert containers(host) == [], host.url
@@ -56,8 +57,8 @@ def image_id(image: str, host=None) -> str:
     return docker("image", "inspect", "--format", "{{.Id}}", image, host=host).strip()
 
 
-def rows(results: Path) -> dict[str, dict]:
-    return {r["tool"]: r for r in csv.DictReader((results / "latest" / "runs.csv").open())}
+def rows(results: Path) -> dict[tuple[str, str], dict]:
+    return {(r["scenario"], r["tool"]): r for r in csv.DictReader((results / "latest" / "runs.csv").open())}
 
 
 def assert_counted(row: dict) -> None:
@@ -68,15 +69,43 @@ def assert_counted(row: dict) -> None:
     assert 0 < float(row["rtt_measured_ms"]) < 5
 
 
-def test_the_tool_container_on_one_host_loads_the_nginx_container_on_another(tmp_path, hosts):
-    a, _, c = hosts
+# One run, A's containers loading C's: wrk's row, and bombardier's stall (a rate scenario: wrk's row unsupported).
+ONE_GENERATOR = """scenarios:
+  - {id: closed, vus: 20, rtt_ms: 0.1, duration_s: 4}
+  - {id: stall, rate_rps: 500, vus: 20, rtt_ms: 0.1, duration_s: 6, stall_ms: 1000, stall_at_s: 3}
+"""
+
+
+@dataclass
+class LabRun:
+    results: Path
+    output: str
+    returncode: int
+
+    def row(self, scenario: str, tool: str) -> dict:
+        return rows(self.results)[(scenario, tool)]
+
+
+@pytest.fixture(scope="module")
+def one_generator(engines, tmp_path_factory) -> LabRun:
+    """The stall only when bombardier is among the tools tested (LTH_TEST_TOOLS)."""
+    a, _, c = engines
+    results = tmp_path_factory.mktemp("one-generator")
+    (results / "lab.yaml").write_text(ONE_GENERATOR)
+    tools = "wrk" if "bombardier" not in (selected_tools() or {"bombardier"}) else "wrk,bombardier"
     result = harness("run", "--runtime", "docker", "--target-host", c.url, "--generator-host", a.url,
-                     "--tools", "wrk", "--scenarios", SCENARIO, "--duration", "4", "--results-root", str(tmp_path))
-    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
-    row = rows(tmp_path)["wrk"]
+                     "--tools", tools, "--scenarios", str(results / "lab.yaml"), "--results-root", str(results))
+    return LabRun(results, result.stdout[-2000:] + result.stderr[-2000:], result.returncode)
+
+
+def test_the_tool_container_on_one_host_loads_the_nginx_container_on_another(one_generator, hosts):
+    a, _, c = hosts
+    assert one_generator.returncode == 0, one_generator.output
+    row = one_generator.row("closed", "wrk")
     assert_counted(row)
     assert row["tool_version"] == "4.1.0" and row["generators"] == "1"
-    meta = json.loads((tmp_path / "latest" / row["run_dir"] / "meta.json").read_text())
+    latest = one_generator.results / "latest"
+    meta = json.loads((latest / row["run_dir"] / "meta.json").read_text())
     # top runs on either host over ssh. Here the three "hosts" share this machine's two cores, and under
     # the Docker path's full load a remote top's frames have arrived seconds late (README: Two machines):
     # a figure without frames in the load window must then be unknown (empty), never 0 or made up.
@@ -85,15 +114,24 @@ def test_the_tool_container_on_one_host_loads_the_nginx_container_on_another(tmp
     for column in ("mem_avg_mb", "cpu_avg_pct", "target_cpu_pct"):
         assert row[column] == "" or float(row[column]) > 0, (column, row[column])
     assert meta["ran_on"].startswith(f"{a.url}, in a container of lth-tool-wrk:latest")
-    assert (tmp_path / "latest" / row["run_dir"] / "nginx.log").is_file()   # `docker logs` of the target there
+    assert (latest / row["run_dir"] / "nginx.log").is_file()   # `docker logs` of the target there
     # the very images built here ran there
     assert image_id("lth-tool-wrk:latest", a) == image_id("lth-tool-wrk:latest")
     assert image_id("lth-target:latest", c) == image_id("lth-target:latest")
-    environment = json.loads((tmp_path / "latest" / "environment.json").read_text())
+    environment = json.loads((latest / "environment.json").read_text())
     assert environment["target_host"]["docker_version"] and environment["generator_hosts"][0]["docker_version"]
     assert environment["nginx_version"].startswith("nginx version: nginx/")
     assert environment["images"]["lth-target:latest"] == image_id("lth-target:latest")
     assert environment["rtt_between_hosts"]["from"] == a.url
+
+
+@pytest.mark.tools("bombardier")
+def test_the_stall_test_freezes_the_nginx_container_on_its_host(one_generator, hosts):
+    row = one_generator.row("stall", "bombardier")
+    assert_counted(row)
+    # SIGSTOP/SIGCONT of the container's nginx processes (docker top), timed on the target host's clock
+    assert 1000 <= float(row["stall_actual_ms"]) < 1300, row["stall_actual_ms"]
+    assert float(row["lat_max_ms"]) >= 900 and float(row["expected_p99_ms"]) > 800
 
 
 def test_the_target_container_publishes_port_80_on_its_host_address_only(hosts):
@@ -134,11 +172,12 @@ def test_a_taken_port_80_there_is_one_line_saying_so(hosts):
 
 
 def test_two_generator_containers_make_one_merged_row(tmp_path, hosts):
+    """Its own run: another host layout (two generators)."""
     a, b, c = hosts
     result = harness("run", "--runtime", "docker", "--target-host", c.url, "--generator-host", f"{a.url},{b.url}",
                      "--tools", "wrk,oha", "--scenarios", SCENARIO, "--duration", "4", "--results-root", str(tmp_path))
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
-    for tool, row in rows(tmp_path).items():
+    for (_, tool), row in rows(tmp_path).items():
         assert_counted(row)
         assert row["generators"] == "2" and row["lat_p99_ms"], tool        # percentiles from merged histograms
         meta = json.loads((tmp_path / "latest" / row["run_dir"] / "meta.json").read_text())
@@ -147,6 +186,7 @@ def test_two_generator_containers_make_one_merged_row(tmp_path, hosts):
 
 
 def test_tools_here_in_containers_load_a_target_named_by_a_docker_context(tmp_path, hosts, monkeypatch):
+    """Its own run: another host layout (the tools here, the target named by a Docker context)."""
     c = hosts[2]
     monkeypatch.setenv("DOCKER_CONFIG", str(tmp_path / "docker-config"))   # the user's contexts stay untouched
     subprocess.run(["docker", "context", "create", "lab-target", "--docker", f"host={c.url}"], check=True,
@@ -155,32 +195,15 @@ def test_tools_here_in_containers_load_a_target_named_by_a_docker_context(tmp_pa
     result = harness("run", "--runtime", "docker", "--target-host", "lab-target", "--tools", "wrk",
                      "--scenarios", SCENARIO, "--duration", "3", "--results-root", str(tmp_path / "results"))
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
-    row = rows(tmp_path / "results")["wrk"]
+    (row,) = rows(tmp_path / "results").values()
     assert_counted(row)
     meta = json.loads((tmp_path / "results" / "latest" / row["run_dir"] / "meta.json").read_text())
     assert meta["ran_on"].startswith("this machine, in a container of lth-tool-wrk:latest")
     assert float(row["mem_avg_mb"]) > 0 and meta["memory_check"]["method"] == "the container's cgroup memory"
 
 
-STALL = "scenarios:\n  - {id: stall, rate_rps: 500, vus: 20, rtt_ms: 0.1, duration_s: 6, stall_ms: 1000, stall_at_s: 2}\n"
-
-
-@pytest.mark.tools("bombardier")
-def test_the_stall_test_freezes_the_nginx_container_on_its_host(tmp_path, hosts):
-    a, _, c = hosts
-    (tmp_path / "stall.yaml").write_text(STALL)
-    result = harness("run", "--runtime", "docker", "--target-host", c.url, "--generator-host", a.url,
-                     "--tools", "bombardier", "--scenarios", str(tmp_path / "stall.yaml"),
-                     "--results-root", str(tmp_path / "results"))
-    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
-    row = rows(tmp_path / "results")["bombardier"]
-    assert_counted(row)
-    # SIGSTOP/SIGCONT of the container's nginx processes (docker top), timed on the target host's clock
-    assert 1000 <= float(row["stall_actual_ms"]) < 1300, row["stall_actual_ms"]
-    assert float(row["lat_max_ms"]) >= 900 and float(row["expected_p99_ms"]) > 800
-
-
 def test_sigint_removes_the_containers_on_every_host(tmp_path, hosts):
+    """Its own run: an interrupt."""
     a, _, c = hosts
     proc = subprocess.Popen([sys.executable, "-m", "harness", "run", "--runtime", "docker", "--target-host", c.url,
                              "--generator-host", a.url, "--tools", "wrk", "--scenarios", SCENARIO,
