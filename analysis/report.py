@@ -16,6 +16,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
@@ -50,16 +51,18 @@ def summary_table(df: pd.DataFrame) -> list[dict]:
     spreads = {m: spread(df, m) for m in SUMMARY_METRICS}
     cells = {m: _cells(stats) for m, stats in spreads.items()}
     ranks = rps_ranks(spreads["rps"])
-    groups = dict(iter(df.groupby(["scenario", "label"])))
+    groups = df.groupby(["scenario", "label"]).indices     # positions: a pandas selection per group is slow
+    statuses, versions, limits = (df[c].to_numpy(dtype=object) for c in ("status", "tool_version", "limited_by"))
+    marks = {m: df[f"{m}_below_res"].to_numpy(dtype=object) for m in SUMMARY_METRICS if f"{m}_below_res" in df}
     for _, key in keys.sort_values(["scenario", "label"], key=lambda c: c.map(order) if c.name == "scenario" else c).iterrows():
-        runs = groups[(key["scenario"], key["label"])]
-        row = {"scenario": key["scenario"], "tool": key["label"], "runs": len(runs),
-               "ok": int((runs["status"] == OK).sum()), "status": run_status(runs["status"]),
-               "version": ", ".join(sorted(set(runs["tool_version"].dropna())))}
-        ok = runs[runs["status"] == OK]
+        at = groups[(key["scenario"], key["label"])]
+        ok = at[statuses[at] == OK]
+        row = {"scenario": key["scenario"], "tool": key["label"], "runs": len(at), "ok": len(ok),
+               "status": run_status(statuses[at]),
+               "version": ", ".join(sorted({v for v in versions[at] if isinstance(v, str)}))}
         for metric in SUMMARY_METRICS:
-            row[metric] = cells[metric].get((key["scenario"], key["label"]), "") or _below_resolution(ok, metric)
-        row["limited_by"] = ", ".join(sorted(set(ok["limited_by"].map(short_side))))
+            row[metric] = cells[metric].get((key["scenario"], key["label"]), "") or _below_resolution(marks.get(metric), ok)
+        row["limited_by"] = ", ".join(sorted({short_side(v) for v in limits[ok]}))
         row["rank"], row["tied"] = ranks.get((key["scenario"], key["label"]), ("", []))
         rows.append(row)
     return rows
@@ -108,10 +111,11 @@ def _cell(median: float, low: float, high: float, status: str) -> str:
     return number(median) if pd.isna(low) else f"{number(median)} ({number(low)}–{number(high)})"
 
 
-def _below_resolution(runs: pd.DataFrame, metric: str) -> str:
-    """"< 1 ms" / "~1 ms" where the tool's clock could not resolve the figure (analysis.load)."""
-    marks = runs[f"{metric}_below_res"].dropna() if f"{metric}_below_res" in runs else []
-    return f"{marks.iloc[0]} ms" if len(marks) else ""
+def _below_resolution(marks: np.ndarray | None, ok: np.ndarray) -> str:
+    """"< 1 ms" / "~1 ms" where the tool's clock could not resolve the figure (analysis.load): the first mark
+    (a metric's ``_below_res`` column) among the ok runs at positions ``ok``."""
+    found = [] if marks is None else [m for m in marks[ok] if isinstance(m, str)]
+    return f"{found[0]} ms" if found else ""
 
 
 def _ratio(value: float) -> str:
