@@ -13,7 +13,7 @@ import pytest
 
 from analysis import load_results
 from analysis.charts import CHARTS, NEEDS_CAPTURE, spread, with_limits
-from analysis.report import SUMMARY_METRICS, build
+from analysis.report import SUMMARY_METRICS, build, main
 from conftest import REPO
 
 SAMPLE = sorted((REPO / "results" / "sample").iterdir())
@@ -62,13 +62,21 @@ def parse(html_file: Path) -> Tables:
     return tables
 
 
+@pytest.fixture(scope="module")
+def host_report(tmp_path_factory) -> Path:
+    """`python -m analysis.report HOST --out DIR --svg`, as typed; its index.html."""
+    out = tmp_path_factory.mktemp("host") / "report"
+    assert main([str(HOST), "--out", str(out), "--svg"]) == 0
+    return out / "index.html"
+
+
 def test_every_chart_is_written_and_referenced_and_tables_equal_runs_csv(report_of):
     index = report_of(SAMPLE)
     page = parse(index)
     for name in set(CHARTS) - NEEDS_CAPTURE:               # the sample has no capture: tests/test_capture.py
-        for ext in ("png", "svg"):
-            assert (index.parent / f"{name}.{ext}").stat().st_size > 1000, name
+        assert (index.parent / f"{name}.png").stat().st_size > 1000, name
         assert f"{name}.png" in page.images
+    assert not list(index.parent.glob("*.svg")) and ".svg" not in index.read_text()     # only with --svg
     with (HOST / "runs.csv").open(newline="") as handle:
         rows = list(csv.reader(handle))
     assert page.tables["runs"][:len(rows)] == rows            # first folder's runs table, cell for cell
@@ -76,10 +84,20 @@ def test_every_chart_is_written_and_referenced_and_tables_equal_runs_csv(report_
     assert {r[0] for r in ratios[1:]} == {"wrk", "ab"} and all(float(r[2]) > 0 for r in ratios[1:])
 
 
-def test_summary_medians_come_from_the_runs(report_of):
+def test_with_svg_every_chart_is_written_as_svg_too_and_linked_beside_its_png(host_report):
+    html = host_report.read_text()
+    names = {p.stem for p in host_report.parent.glob("*.png")}
+    assert names == set(CHARTS) - NEEDS_CAPTURE - {"docker_vs_host"}      # one runtime: no Docker/host ratio
+    for name in names:
+        svg = host_report.parent / f"{name}.svg"
+        assert svg.stat().st_size > 1000 and svg.read_text().rstrip().endswith("</svg>"), name
+        assert f'<img src="{name}.png"' in html and f'<a href="{name}.svg">SVG</a>' in html, name
+
+
+def test_summary_medians_come_from_the_runs(host_report):
     df = load_results(HOST)
     wrk = df[(df["tool"] == "wrk") & (df["scenario"] == "vu20-rtt0.1")]
-    page = parse(report_of([HOST]))
+    page = parse(host_report)
     header, *body = page.tables["summary"]
     row = next(r for r in body if r[0] == "vu20-rtt0.1" and r[1] == "wrk")
     shown = float(row[header.index("rps")].split(" ")[0].replace(",", ""))
@@ -210,8 +228,8 @@ def test_failed_runs_are_listed_with_their_error_before_the_first_chart(with_fai
     assert "1 failed, 2 timeout, 2 unsupported of 10 runs" in html
 
 
-def test_all_ok_says_so_in_one_line(report_of):
-    html = report_of([HOST]).read_text()
+def test_all_ok_says_so_in_one_line(host_report):
+    html = host_report.read_text()
     assert "None: all 8 runs ran ok." in html and 'id="failed"' not in html
 
 
