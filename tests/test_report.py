@@ -186,13 +186,13 @@ STALL_RESULTS = REPO / "tests" / "fixtures" / "openmodel" / "stall-results"
 REFUSED = 'Get "http://198.18.0.2:80/style.css": dial tcp 198.18.0.2:80: connect: connection refused'
 
 
-@pytest.fixture
-def with_failures(tmp_path) -> Path:
+@pytest.fixture(scope="module")
+def with_failures(tmp_path_factory) -> Path:
     """Real rows of an open-model suite (tests/fixtures/openmodel/stall-results), two scenarios, five tools:
     artillery timed out in both (its row still carries the mem/cpu it had when killed, as folders written
     before the runner withheld them do), wrk is unsupported, and hey's rate1000-rtt10 run is turned into
-    a failure that kept its figures."""
-    folder = tmp_path / "20261123T110413Z-host"
+    a failure that kept its figures. Read only, by every test of this module."""
+    folder = tmp_path_factory.mktemp("failures") / "20261123T110413Z-host"
     folder.mkdir()
     shutil.copy(STALL_RESULTS / "environment.json", folder)
     with (STALL_RESULTS / "runs.csv").open(newline="") as handle:
@@ -210,8 +210,8 @@ def with_failures(tmp_path) -> Path:
     return folder
 
 
-def test_failed_runs_are_listed_with_their_error_before_the_first_chart(with_failures, tmp_path):
-    index = build([with_failures], tmp_path / "report")
+def test_failed_runs_are_listed_with_their_error_before_the_first_chart(with_failures, report_of):
+    index = report_of([with_failures])
     html = index.read_text()
     assert html.index('id="failed-runs"') < html.index("<figure")
     header, *body = parse(index).tables["failed"]
@@ -270,8 +270,8 @@ def test_docker_vs_host_names_the_runtime_whose_runs_failed():
         plt.close(fig)
 
 
-def test_a_run_that_did_not_end_ok_has_no_figure_in_the_summary(with_failures, tmp_path):
-    header, *body = parse(build([with_failures], tmp_path / "report")).tables["summary"]
+def test_a_run_that_did_not_end_ok_has_no_figure_in_the_summary(with_failures, report_of):
+    header, *body = parse(report_of([with_failures])).tables["summary"]
     row = {(r[0], r[1]): dict(zip(header, r)) for r in body}
     for key in (("rate1000-rtt10", "hey"), ("rate1000-rtt0.1", "artillery"), ("rate1000-rtt10", "wrk")):
         assert row[key]["ok"] == "0"
@@ -388,13 +388,13 @@ def test_the_bottleneck_axis_ends_near_the_data_and_its_labels_sit_beside_the_ba
         plt.close(fig)
 
 
-def test_the_summary_fits_the_page_with_short_headers(tmp_path):
+def test_the_summary_fits_the_page_with_short_headers(report_of):
     """It was wider than 1,400 px, its scenario ids wrapped: short headers (each titled with its column),
     ids that never wrap, a figure's min-max range on a line of its own, limited_by without its explanation."""
     from analysis.report import HEADERS
     folder = REPO / "tests" / "fixtures" / "rederive" / "20261125T010420Z-host"
     assert "neither (latency or the tool's own limits)" in (folder / "runs.csv").read_text()
-    index = build([folder], tmp_path / "report")
+    index = report_of([folder])
     page = parse(index)
     header, shown = page.tables["summary"][0], page.shown["summary"][0]
     assert header[-len(HEADERS):] == list(HEADERS) and shown[-len(HEADERS):] == list(HEADERS.values())
@@ -405,7 +405,7 @@ def test_the_summary_fits_the_page_with_short_headers(tmp_path):
     assert {r[-1] for r in page.tables["summary"][1:]} == {"neither", "other processes"}
 
 
-def test_the_all_runs_table_rounds_numbers_and_cuts_long_notes(tmp_path):
+def test_the_all_runs_table_rounds_numbers_and_cuts_long_notes(report_of):
     """It printed 0.228856 and rows ~400 px tall from long notes: numbers as in the summary (analysis.numbers), a text
     cut to one line; the value as written stays in the cell's title (the table still equals runs.csv)."""
     from analysis.load import NUMERIC
@@ -414,7 +414,7 @@ def test_the_all_runs_table_rounds_numbers_and_cuts_long_notes(tmp_path):
     folder = REPO / "tests" / "fixtures" / "rederive" / "20261125T010420Z-host"
     with (folder / "runs.csv").open(newline="") as handle:
         header, *rows = list(csv.reader(handle))
-    index = build([folder], tmp_path / "report")
+    index = report_of([folder])
     page = parse(index)
     assert page.tables["runs"] == [header, *rows]
     shown = page.shown["runs"][1:]
