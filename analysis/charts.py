@@ -102,7 +102,44 @@ def _layout(fig: plt.Figure, legend_from: plt.Axes | None = None, ncol: int = 1,
     if caption:
         text = fig.text(0.01, PAD_IN / height, caption, fontsize=7, color="#555", wrap=True)
         bottom = (PAD_IN + inches(text)) / height
-    fig.tight_layout(rect=(0, bottom, 1, 1 - top / height))
+    _fit(fig, renderer, (0, bottom, 1, 1 - top / height))
+
+
+TIGHT_PAD = 1.08    # tight_layout's default padding, in font sizes
+
+
+def _fit(fig: plt.Figure, renderer, rect: tuple[float, float, float, float]) -> None:
+    """``fig.tight_layout(rect=rect)`` of a grid of one-cell panels, from one measurement of each panel:
+    tight_layout given a rect measures every panel twice, and each measurement lays out every tick label
+    (on 24 panels of 29 tools, 15% of a report's time)."""
+    rows, cols = fig.axes[0].get_subplotspec().get_gridspec().get_geometry()
+    width, height = fig.get_size_inches()
+    pad = TIGHT_PAD * matplotlib.rcParams["font.size"] / 72
+    # each panel's decorations (ticks, labels, title, texts), as fractions of the figure, by side
+    left, right, top, bottom = (np.zeros((rows, cols)) for _ in range(4))
+    to_figure = fig.transFigure.inverted()
+    for ax in fig.axes:
+        if not ax.get_visible():
+            continue
+        spec = ax.get_subplotspec()
+        cell = (spec.rowspan.start, spec.colspan.start)
+        box, tight = ax.get_position(), to_figure.transform_bbox(ax.get_tightbbox(renderer, for_layout_only=True))
+        left[cell], right[cell] = box.x0 - tight.x0, tight.x1 - box.x1
+        top[cell], bottom[cell] = tight.y1 - box.y1, box.y0 - tight.y0
+    margins = {"left": rect[0] + max(left[:, 0].max(), 0) + pad / width,
+               "right": rect[2] - max(right[:, -1].max(), 0) - pad / width,
+               "top": rect[3] - max(top[0].max(), 0) - pad / height,
+               "bottom": rect[1] + max(bottom[-1].max(), 0) + pad / height}
+    across = (right[:, :-1] + left[:, 1:]).max(initial=0) + pad / width      # between neighbouring columns
+    down = (bottom[:-1] + top[1:]).max(initial=0) + pad / height            # between neighbouring rows
+    panel_width = (margins["right"] - margins["left"] - across * (cols - 1)) / cols
+    panel_height = (margins["top"] - margins["bottom"] - down * (rows - 1)) / rows
+    if panel_width <= 0 or panel_height <= 0:
+        fig.tight_layout(rect=rect)       # decorations wider than the figure: tight_layout's warning says so
+        return
+    spaces = {**({"wspace": across / panel_width} if cols > 1 else {}),
+              **({"hspace": down / panel_height} if rows > 1 else {})}
+    fig.subplots_adjust(**margins, **spaces)
 
 
 def _bars(ax: plt.Axes, stats: pd.DataFrame, labels: list[str], color: str = "tab:blue", offset: float = 0.0,
