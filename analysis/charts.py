@@ -81,6 +81,9 @@ def _facets(df: pd.DataFrame, title: str) -> tuple[plt.Figure, list[tuple[str, p
 
 
 PAD_IN = 0.1    # inches between the title, the legend, the panels and the caption
+# A panel's title at a fixed place just over it: left to matplotlib, each draw places it by laying out every
+# tick label of the panel's y axis (~18% of a draw), to end at the same place (no panel has x ticks on top).
+TITLE_Y = 1.0
 
 
 def _layout(fig: plt.Figure, legend_from: plt.Axes | None = None, ncol: int = 1, caption: str = "") -> None:
@@ -186,7 +189,7 @@ def rps(df: pd.DataFrame) -> plt.Figure:
         if drawn:
             ax.axvline(ceiling, color="tab:red", linestyle="--", linewidth=1.2)
         ax.set_title(f"{scenario} ({info['vus']:.0f} VUs, {info['rtt_target_ms']:g} ms)\nVUs/RTT ceiling "
-                     f"{ceiling:,.0f} ({'red dashed line' if drawn else 'off the axis'})", fontsize=8)
+                     f"{ceiling:,.0f} ({'red dashed line' if drawn else 'off the axis'})", fontsize=8, y=TITLE_Y)
         ax.set_xlabel("requests/s", fontsize=8)
         ax.xaxis.set_major_formatter(matplotlib.ticker.EngFormatter(sep=""))
     _layout(fig)
@@ -206,7 +209,7 @@ def latency(df: pd.DataFrame) -> plt.Figure:
         _mark_not_ok(ax, stats["status"])
         rtt = df[df["scenario"] == scenario]["rtt_target_ms"].iloc[0]
         ax.axvline(rtt, color="grey", linestyle="--", linewidth=0.8, label="target RTT")
-        ax.set_title(f"{scenario} (RTT {rtt:g} ms)", fontsize=9)
+        ax.set_title(f"{scenario} (RTT {rtt:g} ms)", fontsize=9, y=TITLE_Y)
         ax.set_xlabel("ms (log)", fontsize=8)
         _log_axis(ax)
     _layout(fig, facets[0][1], ncol=5)
@@ -244,7 +247,7 @@ def _simple(metric: str, title: str, unit: str, reference: float | None = None,
             _bars(ax, stats[stats["scenario"] == scenario], labels, color="tab:purple")
             if reference is not None:
                 ax.axvline(reference, color="grey", linewidth=0.8)
-            ax.set_title(scenario, fontsize=9)
+            ax.set_title(scenario, fontsize=9, y=TITLE_Y)
             ax.set_xlabel(unit, fontsize=8)
         if shared_x:
             limits = np.array([ax.get_xlim() for _, ax in facets])
@@ -284,7 +287,7 @@ def latency_accuracy(df: pd.DataFrame) -> plt.Figure | None:
             ax.scatter(tool, y + offset, color=color, marker="o", s=22, label=f"{name} reported")
             ax.scatter(wire, y + offset, facecolors="white", edgecolors=color, marker="o", s=22, label=f"{name} wire")
         _rows(ax, labels)
-        ax.set_title(f"{scenario} (RTT {subset['rtt_target_ms'].iloc[0]:g} ms)", fontsize=9)
+        ax.set_title(f"{scenario} (RTT {subset['rtt_target_ms'].iloc[0]:g} ms)", fontsize=9, y=TITLE_Y)
         ax.set_xlabel("ms (log)", fontsize=8)
         _log_axis(ax)
     _layout(fig, facets[0][1], ncol=4, caption=WIRE_CAPTION)
@@ -298,7 +301,7 @@ def memory(df: pd.DataFrame) -> plt.Figure:
         subset = df[df["scenario"] == scenario]
         _bars(ax, spread(subset, "mem_peak_mb"), labels, color="tab:orange", offset=-0.2, height=0.4, name="peak")
         _bars(ax, spread(subset, "mem_avg_mb"), labels, color="tab:blue", offset=0.2, height=0.4, name="average")
-        ax.set_title(scenario, fontsize=9)
+        ax.set_title(scenario, fontsize=9, y=TITLE_Y)
         ax.set_xlabel("MiB (log)", fontsize=8)
         _log_axis(ax)
     _layout(fig, facets[0][1], ncol=2)    # a legend in a panel covered its bars
@@ -340,7 +343,7 @@ def docker_vs_host(df: pd.DataFrame) -> plt.Figure | None:
         ax.axvline(1.0, color="grey", linewidth=0.8)
         _rows(ax, labels)
         _mark_not_ok(ax, statuses[scenario].reindex(labels))
-        ax.set_title(scenario, fontsize=9)
+        ax.set_title(scenario, fontsize=9, y=TITLE_Y)
     _layout(fig, facets[0][1], ncol=2)    # a legend in a panel covered its bars
     return fig
 
@@ -406,7 +409,7 @@ def bottleneck(df: pd.DataFrame) -> plt.Figure:
             ax.text(1.02, y, sides, transform=ax.get_yaxis_transform(), fontsize=7, va="center", ha="left")
         cpus = subset[["cpus_tool", "cpus_target"]].astype(object).fillna("").drop_duplicates()
         split = "; ".join(f"tool on {t or 'all'}, Nginx on {g or 'all'}" for t, g in cpus.itertuples(index=False))
-        ax.set_title(f"{scenario} ({split})", fontsize=8)
+        ax.set_title(f"{scenario} ({split})", fontsize=8, y=TITLE_Y)
         ax.set_xlabel("% of the side's CPUs", fontsize=8)
     _layout(fig, facets[0][1], ncol=2)
     return fig
