@@ -46,8 +46,9 @@ deps:
 
 # The report is written even when some runs failed (exit status 1) or the run was interrupted (130);
 # not when nothing ran (2: bad input or another benchmark running, said in one line). The exit status
-# is the harness's either way.
-REPORT_AFTER = status=$$?; [ $$status -eq 2 ] || $(PY) -m analysis.report $(or $(RESUME),$(RESULTS_ROOT)/latest); exit $$status
+# is the harness's either way. SVG=1: every chart as SVG too (the page shows the PNGs).
+REPORT_ARGS = $(if $(filter-out 0,$(SVG)),--svg)
+REPORT_AFTER = status=$$?; [ $$status -eq 2 ] || $(PY) -m analysis.report $(REPORT_ARGS) $(or $(RESUME),$(RESULTS_ROOT)/latest); exit $$status
 
 bench-all: deps
 	$(PY) -m harness run $(RUN_ARGS); $(REPORT_AFTER)
@@ -88,7 +89,7 @@ bench-lab:
 # RESULTS="results/A results/B" overlays several results folders (two machines, host vs docker...).
 RESULTS ?= $(RESULTS_ROOT)/latest
 report:
-	$(PY) -m analysis.report $(RESULTS)
+	$(PY) -m analysis.report $(REPORT_ARGS) $(RESULTS)
 
 # B against A, per tool and scenario: the change with its 95% interval and a verdict (analysis/compare.py),
 # and the report of both folders beside it.

@@ -22,6 +22,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from analysis.figures import save  # noqa: E402
+
 STEP_PREFIX = "capacity-"
 
 
@@ -168,15 +170,14 @@ def fidelity_table(df: pd.DataFrame) -> list[dict]:
     return table
 
 
-def write(df: pd.DataFrame, folders: list[Path], out: Path) -> dict:
-    """The section's charts (PNG and SVG) and tables; empty where the folders hold no search nor fidelity."""
+def write(df: pd.DataFrame, folders: list[Path], out: Path, svg: bool = False) -> dict:
+    """The section's charts (PNG; SVG too with ``svg``) and tables; empty where the folders hold no search nor
+    fidelity."""
     found = entries(folders)
     section = {"capacity": capacity_table(df, found), "fidelity": fidelity_table(df), "charts": []}
     for name, figure in (("latency_vs_rate", latency_vs_rate(df, found)), ("fidelity", fidelity(df))):
         if figure is None:
             continue
-        for ext in ("png", "svg"):
-            figure.savefig(out / f"{name}.{ext}", dpi=110)
-        plt.close(figure)
+        save(figure, out, name, svg)
         section["charts"].append(name)
     return section

@@ -1,7 +1,7 @@
-"""`make report`: charts (PNG + SVG), tables and the environment of one or more results folders,
-as one HTML page.
+"""`make report`: charts (PNG; SVG too with --svg), tables and the environment of one or more results
+folders, as one HTML page.
 
-    python -m analysis.report [FOLDER ...] [--out DIR]
+    python -m analysis.report [FOLDER ...] [--out DIR] [--svg]
 
 One folder: the report goes to FOLDER/report/index.html. Several (e.g. two machines, or host and
 Docker): to results/compare-<UTC timestamp>/report/index.html unless --out is given.
@@ -15,7 +15,7 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
-import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
@@ -24,6 +24,7 @@ from analysis.charts import CHARTS, OK, run_status, runtime_ratios, short_side, 
 from analysis.load import NUMERIC, environment, load_results, scenario_order
 from analysis.numbers import number
 from analysis import capacity, scorecard, targets
+from analysis.figures import save
 from analysis.uncertainty import CV_LIMIT, NOT_MEASURABLE as FLAGGED, Estimate, rank
 from analysis.stall import EXPLANATION as STALL_EXPLANATION, stall_table, write_stall_chart
 from harness.results import STATUSES
@@ -50,16 +51,18 @@ def summary_table(df: pd.DataFrame) -> list[dict]:
     spreads = {m: spread(df, m) for m in SUMMARY_METRICS}
     cells = {m: _cells(stats) for m, stats in spreads.items()}
     ranks = rps_ranks(spreads["rps"])
-    groups = dict(iter(df.groupby(["scenario", "label"])))
+    groups = df.groupby(["scenario", "label"]).indices     # positions: a pandas selection per group is slow
+    statuses, versions, limits = (df[c].to_numpy(dtype=object) for c in ("status", "tool_version", "limited_by"))
+    marks = {m: df[f"{m}_below_res"].to_numpy(dtype=object) for m in SUMMARY_METRICS if f"{m}_below_res" in df}
     for _, key in keys.sort_values(["scenario", "label"], key=lambda c: c.map(order) if c.name == "scenario" else c).iterrows():
-        runs = groups[(key["scenario"], key["label"])]
-        row = {"scenario": key["scenario"], "tool": key["label"], "runs": len(runs),
-               "ok": int((runs["status"] == OK).sum()), "status": run_status(runs["status"]),
-               "version": ", ".join(sorted(set(runs["tool_version"].dropna())))}
-        ok = runs[runs["status"] == OK]
+        at = groups[(key["scenario"], key["label"])]
+        ok = at[statuses[at] == OK]
+        row = {"scenario": key["scenario"], "tool": key["label"], "runs": len(at), "ok": len(ok),
+               "status": run_status(statuses[at]),
+               "version": ", ".join(sorted({v for v in versions[at] if isinstance(v, str)}))}
         for metric in SUMMARY_METRICS:
-            row[metric] = cells[metric].get((key["scenario"], key["label"]), "") or _below_resolution(ok, metric)
-        row["limited_by"] = ", ".join(sorted(set(ok["limited_by"].map(short_side))))
+            row[metric] = cells[metric].get((key["scenario"], key["label"]), "") or _below_resolution(marks.get(metric), ok)
+        row["limited_by"] = ", ".join(sorted({short_side(v) for v in limits[ok]}))
         row["rank"], row["tied"] = ranks.get((key["scenario"], key["label"]), ("", []))
         rows.append(row)
     return rows
@@ -108,10 +111,11 @@ def _cell(median: float, low: float, high: float, status: str) -> str:
     return number(median) if pd.isna(low) else f"{number(median)} ({number(low)}–{number(high)})"
 
 
-def _below_resolution(runs: pd.DataFrame, metric: str) -> str:
-    """"< 1 ms" / "~1 ms" where the tool's clock could not resolve the figure (analysis.load)."""
-    marks = runs[f"{metric}_below_res"].dropna() if f"{metric}_below_res" in runs else []
-    return f"{marks.iloc[0]} ms" if len(marks) else ""
+def _below_resolution(marks: np.ndarray | None, ok: np.ndarray) -> str:
+    """"< 1 ms" / "~1 ms" where the tool's clock could not resolve the figure (analysis.load): the first mark
+    (a metric's ``_below_res`` column) among the ok runs at positions ``ok``."""
+    found = [] if marks is None else [m for m in marks[ok] if isinstance(m, str)]
+    return f"{found[0]} ms" if found else ""
 
 
 def _ratio(value: float) -> str:
@@ -153,10 +157,11 @@ def metric_sources(folder: Path) -> dict[str, str]:
     return sources
 
 
-def build(folders: list[Path], out: Path) -> Path:
+def build(folders: list[Path], out: Path, svg: bool = False) -> Path:
+    """``svg``: every chart as SVG too, linked beside its PNG."""
     everything = with_limits(load_results(*folders))
     out.mkdir(parents=True, exist_ok=True)
-    capacity_section = capacity.write(everything, folders, out)
+    capacity_section = capacity.write(everything, folders, out, svg)
     df = everything[~capacity.is_step(everything)]     # a search's steps are rates, not scenarios to compare
     charts, missing = [], []
     for name, (caption, draw) in CHARTS.items():
@@ -164,9 +169,7 @@ def build(folders: list[Path], out: Path) -> Path:
         if figure is None:
             missing.append((caption, NO_CHART.get(name, "no successful run")))
             continue
-        for ext in ("png", "svg"):
-            figure.savefig(out / f"{name}.{ext}", dpi=110)
-        plt.close(figure)
+        save(figure, out, name, svg)
         charts.append({"name": name, "caption": caption})
     ratios = runtime_ratios(df)
     card = scorecard.build(df)
@@ -178,14 +181,14 @@ def build(folders: list[Path], out: Path) -> Path:
         generated=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         folders=[{"name": f.name, "environment": environment(f), "raw": raw_rows(f), "sources": metric_sources(f)}
                  for f in folders],
-        charts=charts, missing=missing, summary=summary_table(df), runs=len(df),
+        charts=charts, missing=missing, svg=svg, summary=summary_table(df), runs=len(df),
         failed=failed_runs(everything), failed_counts=status_counts(everything), runs_cell=runs_cell,
         ratios=ratios.to_dict("records"), ratio_text=_ratio, interval_text=_interval, headers=HEADERS,
         scorecard=card, scorecard_headers={c: h for c, h in scorecard.HEADERS.items() if c not in absent},
         scorecard_absent=absent, scorecard_columns=scorecard.COLUMNS,
         cv_limit=f"{CV_LIMIT:.0%}",
         capacity=capacity_section, targets=targets.section(df),
-        stall=stall_table(df), stall_explanation=STALL_EXPLANATION, stall_chart=write_stall_chart(df, out),
+        stall=stall_table(df), stall_explanation=STALL_EXPLANATION, stall_chart=write_stall_chart(df, out, svg),
     )
     (out / "index.html").write_text(html)
     return out / "index.html"
@@ -195,6 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Write the HTML report of one or more results folders.")
     parser.add_argument("folders", nargs="*", type=Path, default=[REPO_ROOT / "results" / "latest"])
     parser.add_argument("--out", type=Path, help="report folder (default: FOLDER/report, or results/compare-<ts>/report)")
+    parser.add_argument("--svg", action="store_true", help="every chart as SVG too (make report SVG=1)")
     args = parser.parse_args(argv)
     folders = [f.resolve() for f in args.folders]
     for folder in folders:
@@ -207,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
         out = folders[0] / "report"
     else:
         out = folders[0].parent / f"compare-{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}" / "report"
-    print(f"report: {build(folders, out)}")
+    print(f"report: {build(folders, out, args.svg)}")
     with (out / "scorecard.csv").open(newline="") as handle:     # the first screen's answer, in the log too
         print("scorecard (" + str(out / "scorecard.csv") + "):\n" + "\n".join(f"  {r['sentence']}" for r in csv.DictReader(handle)))
     return 0

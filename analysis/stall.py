@@ -14,6 +14,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import matplotlib.ticker  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from analysis.figures import save  # noqa: E402
 from analysis.numbers import number  # noqa: E402
 
 EXPLANATION = (
@@ -92,12 +93,10 @@ def stall_chart(df: pd.DataFrame) -> plt.Figure | None:
     return fig
 
 
-def write_stall_chart(df: pd.DataFrame, out: Path) -> bool:
-    """stall.png and stall.svg in ``out``; False when the results hold no successful stall run."""
+def write_stall_chart(df: pd.DataFrame, out: Path, svg: bool = False) -> bool:
+    """stall.png (and stall.svg with ``svg``) in ``out``; False when the results hold no successful stall run."""
     figure = stall_chart(df)
     if figure is None:
         return False
-    for ext in ("png", "svg"):
-        figure.savefig(out / f"stall.{ext}", dpi=110)
-    plt.close(figure)
+    save(figure, out, "stall", svg)
     return True

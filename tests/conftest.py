@@ -146,7 +146,7 @@ def nothing_left_behind(request: pytest.FixtureRequest):
 MAKE_ENVIRONMENT = ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "TOOLS", "SCENARIOS", "RUNTIME", "DURATION", "SHAPER",
                     "RESUME", "FORCE", "RESULTS_ROOT", "CAPTURE", "CPUS_TARGET", "CPUS_TOOL", "ISOLATION", "TARGET_HOST",
                     "GENERATOR_HOST", "REPEAT", "RESULTS", "STEP_DURATION", "SLO_P99_MS", "RESOLUTION", "MAX_STEPS",
-                    "START_RPS", "VUS")
+                    "START_RPS", "VUS", "SVG")
 
 
 def throwaway_clone(dest: Path) -> Path:

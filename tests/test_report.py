@@ -13,7 +13,7 @@ import pytest
 
 from analysis import load_results
 from analysis.charts import CHARTS, NEEDS_CAPTURE, spread, with_limits
-from analysis.report import SUMMARY_METRICS, build
+from analysis.report import SUMMARY_METRICS, build, main
 from conftest import REPO
 
 SAMPLE = sorted((REPO / "results" / "sample").iterdir())
@@ -62,13 +62,21 @@ def parse(html_file: Path) -> Tables:
     return tables
 
 
+@pytest.fixture(scope="module")
+def host_report(tmp_path_factory) -> Path:
+    """`python -m analysis.report HOST --out DIR --svg`, as typed; its index.html."""
+    out = tmp_path_factory.mktemp("host") / "report"
+    assert main([str(HOST), "--out", str(out), "--svg"]) == 0
+    return out / "index.html"
+
+
 def test_every_chart_is_written_and_referenced_and_tables_equal_runs_csv(report_of):
     index = report_of(SAMPLE)
     page = parse(index)
     for name in set(CHARTS) - NEEDS_CAPTURE:               # the sample has no capture: tests/test_capture.py
-        for ext in ("png", "svg"):
-            assert (index.parent / f"{name}.{ext}").stat().st_size > 1000, name
+        assert (index.parent / f"{name}.png").stat().st_size > 1000, name
         assert f"{name}.png" in page.images
+    assert not list(index.parent.glob("*.svg")) and ".svg" not in index.read_text()     # only with --svg
     with (HOST / "runs.csv").open(newline="") as handle:
         rows = list(csv.reader(handle))
     assert page.tables["runs"][:len(rows)] == rows            # first folder's runs table, cell for cell
@@ -76,10 +84,20 @@ def test_every_chart_is_written_and_referenced_and_tables_equal_runs_csv(report_
     assert {r[0] for r in ratios[1:]} == {"wrk", "ab"} and all(float(r[2]) > 0 for r in ratios[1:])
 
 
-def test_summary_medians_come_from_the_runs(report_of):
+def test_with_svg_every_chart_is_written_as_svg_too_and_linked_beside_its_png(host_report):
+    html = host_report.read_text()
+    names = {p.stem for p in host_report.parent.glob("*.png")}
+    assert names == set(CHARTS) - NEEDS_CAPTURE - {"docker_vs_host"}      # one runtime: no Docker/host ratio
+    for name in names:
+        svg = host_report.parent / f"{name}.svg"
+        assert svg.stat().st_size > 1000 and svg.read_text().rstrip().endswith("</svg>"), name
+        assert f'<img src="{name}.png"' in html and f'<a href="{name}.svg">SVG</a>' in html, name
+
+
+def test_summary_medians_come_from_the_runs(host_report):
     df = load_results(HOST)
     wrk = df[(df["tool"] == "wrk") & (df["scenario"] == "vu20-rtt0.1")]
-    page = parse(report_of([HOST]))
+    page = parse(host_report)
     header, *body = page.tables["summary"]
     row = next(r for r in body if r[0] == "vu20-rtt0.1" and r[1] == "wrk")
     shown = float(row[header.index("rps")].split(" ")[0].replace(",", ""))
@@ -168,13 +186,13 @@ STALL_RESULTS = REPO / "tests" / "fixtures" / "openmodel" / "stall-results"
 REFUSED = 'Get "http://198.18.0.2:80/style.css": dial tcp 198.18.0.2:80: connect: connection refused'
 
 
-@pytest.fixture
-def with_failures(tmp_path) -> Path:
+@pytest.fixture(scope="module")
+def with_failures(tmp_path_factory) -> Path:
     """Real rows of an open-model suite (tests/fixtures/openmodel/stall-results), two scenarios, five tools:
     artillery timed out in both (its row still carries the mem/cpu it had when killed, as folders written
     before the runner withheld them do), wrk is unsupported, and hey's rate1000-rtt10 run is turned into
-    a failure that kept its figures."""
-    folder = tmp_path / "20261123T110413Z-host"
+    a failure that kept its figures. Read only, by every test of this module."""
+    folder = tmp_path_factory.mktemp("failures") / "20261123T110413Z-host"
     folder.mkdir()
     shutil.copy(STALL_RESULTS / "environment.json", folder)
     with (STALL_RESULTS / "runs.csv").open(newline="") as handle:
@@ -192,8 +210,8 @@ def with_failures(tmp_path) -> Path:
     return folder
 
 
-def test_failed_runs_are_listed_with_their_error_before_the_first_chart(with_failures, tmp_path):
-    index = build([with_failures], tmp_path / "report")
+def test_failed_runs_are_listed_with_their_error_before_the_first_chart(with_failures, report_of):
+    index = report_of([with_failures])
     html = index.read_text()
     assert html.index('id="failed-runs"') < html.index("<figure")
     header, *body = parse(index).tables["failed"]
@@ -210,8 +228,8 @@ def test_failed_runs_are_listed_with_their_error_before_the_first_chart(with_fai
     assert "1 failed, 2 timeout, 2 unsupported of 10 runs" in html
 
 
-def test_all_ok_says_so_in_one_line(report_of):
-    html = report_of([HOST]).read_text()
+def test_all_ok_says_so_in_one_line(host_report):
+    html = host_report.read_text()
     assert "None: all 8 runs ran ok." in html and 'id="failed"' not in html
 
 
@@ -252,8 +270,8 @@ def test_docker_vs_host_names_the_runtime_whose_runs_failed():
         plt.close(fig)
 
 
-def test_a_run_that_did_not_end_ok_has_no_figure_in_the_summary(with_failures, tmp_path):
-    header, *body = parse(build([with_failures], tmp_path / "report")).tables["summary"]
+def test_a_run_that_did_not_end_ok_has_no_figure_in_the_summary(with_failures, report_of):
+    header, *body = parse(report_of([with_failures])).tables["summary"]
     row = {(r[0], r[1]): dict(zip(header, r)) for r in body}
     for key in (("rate1000-rtt10", "hey"), ("rate1000-rtt0.1", "artillery"), ("rate1000-rtt10", "wrk")):
         assert row[key]["ok"] == "0"
@@ -370,13 +388,13 @@ def test_the_bottleneck_axis_ends_near_the_data_and_its_labels_sit_beside_the_ba
         plt.close(fig)
 
 
-def test_the_summary_fits_the_page_with_short_headers(tmp_path):
+def test_the_summary_fits_the_page_with_short_headers(report_of):
     """It was wider than 1,400 px, its scenario ids wrapped: short headers (each titled with its column),
     ids that never wrap, a figure's min-max range on a line of its own, limited_by without its explanation."""
     from analysis.report import HEADERS
     folder = REPO / "tests" / "fixtures" / "rederive" / "20261125T010420Z-host"
     assert "neither (latency or the tool's own limits)" in (folder / "runs.csv").read_text()
-    index = build([folder], tmp_path / "report")
+    index = report_of([folder])
     page = parse(index)
     header, shown = page.tables["summary"][0], page.shown["summary"][0]
     assert header[-len(HEADERS):] == list(HEADERS) and shown[-len(HEADERS):] == list(HEADERS.values())
@@ -387,7 +405,7 @@ def test_the_summary_fits_the_page_with_short_headers(tmp_path):
     assert {r[-1] for r in page.tables["summary"][1:]} == {"neither", "other processes"}
 
 
-def test_the_all_runs_table_rounds_numbers_and_cuts_long_notes(tmp_path):
+def test_the_all_runs_table_rounds_numbers_and_cuts_long_notes(report_of):
     """It printed 0.228856 and rows ~400 px tall from long notes: numbers as in the summary (analysis.numbers), a text
     cut to one line; the value as written stays in the cell's title (the table still equals runs.csv)."""
     from analysis.load import NUMERIC
@@ -396,7 +414,7 @@ def test_the_all_runs_table_rounds_numbers_and_cuts_long_notes(tmp_path):
     folder = REPO / "tests" / "fixtures" / "rederive" / "20261125T010420Z-host"
     with (folder / "runs.csv").open(newline="") as handle:
         header, *rows = list(csv.reader(handle))
-    index = build([folder], tmp_path / "report")
+    index = report_of([folder])
     page = parse(index)
     assert page.tables["runs"] == [header, *rows]
     shown = page.shown["runs"][1:]
