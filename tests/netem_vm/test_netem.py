@@ -231,11 +231,16 @@ def start(results: Path, *args: str) -> subprocess.Popen:
 
 
 def wait_for_tool(name: str, timeout_s: float = 300) -> int:
+    """The tool's load process: its command line names the target's URL (not the `--version` the harness
+    asks every tool for at the suite's start)."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        found = subprocess.run(["pgrep", "-x", name], capture_output=True, text=True).stdout.split()
-        if found:
-            return int(found[0])
+        for pid in subprocess.run(["pgrep", "-x", name], capture_output=True, text=True).stdout.split():
+            try:
+                if b"http://" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    return int(pid)
+            except OSError:
+                pass                                  # ended between pgrep and the read
         time.sleep(0.2)
     raise AssertionError(f"{name} did not start within {timeout_s} s")
 
