@@ -123,17 +123,22 @@ class _KeepAliveFiles(http.server.SimpleHTTPRequestHandler):
         pass
 
 
-def test_the_probe_times_gets_and_a_fresh_handshake_against_a_real_server(tmp_path):
-    (tmp_path / "f.txt").write_text("x" * 100)
-    handler = functools.partial(_KeepAliveFiles, directory=str(tmp_path))
+def probe_a_real_server(folder, *args: str) -> dict:
+    """rtt_probe.py's JSON, probing a local keep-alive HTTP server of a 100-byte file with ``args``."""
+    (folder / "f.txt").write_text("x" * 100)
+    handler = functools.partial(_KeepAliveFiles, directory=str(folder))
     with http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler) as server:
         threading.Thread(target=server.serve_forever, daemon=True).start()
         try:
-            out = subprocess.run([sys.executable, str(PROBE_SCRIPT), "127.0.0.1", str(server.server_port), "/f.txt", "7"],
-                                 capture_output=True, text=True, timeout=60, check=True).stdout
+            out = subprocess.run([sys.executable, str(PROBE_SCRIPT), "127.0.0.1", str(server.server_port), "/f.txt",
+                                  *args], capture_output=True, text=True, timeout=60, check=True).stdout
         finally:
             server.shutdown()
-    figures = json.loads(out)
+    return json.loads(out)
+
+
+def test_the_probe_times_gets_and_a_fresh_handshake_against_a_real_server(tmp_path):
+    figures = probe_a_real_server(tmp_path, "7")
     assert figures["count"] == 7 and 0 < figures["min_ms"] <= figures["median_ms"] <= figures["max_ms"] < 1000
     assert 0 < figures["connect_ms"] < 1000
 
@@ -162,15 +167,5 @@ def test_the_rows_rtt_is_one_steady_probe_within_the_rows_tolerance():
 
 
 def test_the_steady_probe_runs_three_probes_in_one_process_against_a_real_server(tmp_path):
-    (tmp_path / "f.txt").write_text("x" * 100)
-    handler = functools.partial(_KeepAliveFiles, directory=str(tmp_path))
-    with http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler) as server:
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        try:
-            out = subprocess.run([sys.executable, str(PROBE_SCRIPT), "127.0.0.1", str(server.server_port), "/f.txt",
-                                  "5", "--steady", "1000", "0"],          # 1,000 ms: every probe misses
-                                 capture_output=True, text=True, timeout=60, check=True).stdout
-        finally:
-            server.shutdown()
-    figures = json.loads(out)
+    figures = probe_a_real_server(tmp_path, "5", "--steady", "1000", "0")     # 1,000 ms: every probe misses
     assert figures["probes"] == 3 and figures["count"] == 5 and 0 < figures["median_ms"] < 1000
