@@ -292,3 +292,29 @@ def assert_ordered(m) -> None:
     values = [m.lat_min_ms, m.lat_p50_ms, m.lat_p75_ms, m.lat_p90_ms, m.lat_p95_ms, m.lat_p99_ms, m.lat_max_ms]
     assert all(v is not None for v in values)
     assert values == sorted(values)
+
+
+# --- the lab's shared runs (test_generator_hosts_e2e, test_docker_hosts_e2e) -------------------------------------
+def rows(results: Path) -> dict[tuple[str, str], dict]:
+    """runs.csv under ``results``/latest by (scenario, tool); empty before the suite's first row."""
+    path = results / "latest" / "runs.csv"
+    return {(r["scenario"], r["tool"]): r for r in csv.DictReader(path.open())} if path.is_file() else {}
+
+
+@dataclass
+class LabRun:
+    """A harness run a module's tests share: its results root, exit status and the tail of its output."""
+    results: Path
+    returncode: int
+    output: str
+
+    @classmethod
+    def of(cls, results: Path, result: subprocess.CompletedProcess) -> "LabRun":
+        return cls(results, result.returncode, result.stdout[-2000:] + result.stderr[-2000:])
+
+    def row(self, scenario: str, tool: str) -> dict:
+        return rows(self.results)[(scenario, tool)]
+
+    def part_requests(self, row: dict) -> list[int]:
+        meta = json.loads((self.results / "latest" / row["run_dir"] / "meta.json").read_text())
+        return [part["requests"] for part in meta["parts"]]

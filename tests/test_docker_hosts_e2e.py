@@ -1,18 +1,16 @@
 """The Docker runtime across machines: three test hosts on one LAN, each with its own Docker engine
 (harness/lab.py lab(docker=True)). The images built here are copied to the engines that need
 them; Nginx and the tools run in containers there. Nothing may remain on any engine or host."""
-import csv
 import json
 import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from conftest import REPO, harness, require_root_tools, selected_tools
+from conftest import REPO, LabRun, harness, require_root_tools, rows, selected_tools
 from harness.runtimes.docker import docker_available
 from harness.ssh import SSH_CONFIG_ENV, parse_ssh_url
 from harness.lab import lab, missing
@@ -57,10 +55,6 @@ def image_id(image: str, host=None) -> str:
     return docker("image", "inspect", "--format", "{{.Id}}", image, host=host).strip()
 
 
-def rows(results: Path) -> dict[tuple[str, str], dict]:
-    return {(r["scenario"], r["tool"]): r for r in csv.DictReader((results / "latest" / "runs.csv").open())}
-
-
 def assert_counted(row: dict) -> None:
     assert row["status"] == "ok", (row["tool"], row["error"])
     assert row["runtime"] == "docker"
@@ -76,16 +70,6 @@ ONE_GENERATOR = """scenarios:
 """
 
 
-@dataclass
-class LabRun:
-    results: Path
-    output: str
-    returncode: int
-
-    def row(self, scenario: str, tool: str) -> dict:
-        return rows(self.results)[(scenario, tool)]
-
-
 @pytest.fixture(scope="module")
 def one_generator(engines, tmp_path_factory) -> LabRun:
     """The stall only when bombardier is among the tools tested (LTH_TEST_TOOLS)."""
@@ -95,7 +79,7 @@ def one_generator(engines, tmp_path_factory) -> LabRun:
     tools = "wrk" if "bombardier" not in (selected_tools() or {"bombardier"}) else "wrk,bombardier"
     result = harness("run", "--runtime", "docker", "--target-host", c.url, "--generator-host", a.url,
                      "--tools", tools, "--scenarios", str(results / "lab.yaml"), "--results-root", str(results))
-    return LabRun(results, result.stdout[-2000:] + result.stderr[-2000:], result.returncode)
+    return LabRun.of(results, result)
 
 
 def test_the_tool_container_on_one_host_loads_the_nginx_container_on_another(one_generator, hosts):

@@ -2,7 +2,6 @@
 on one LAN (harness/lab.py lab: sshd in namespaces behind a bridge). The tools run in the
 generator hosts' namespaces, started over ssh; their files come back here. Nothing may remain on
 any side afterwards."""
-import csv
 import json
 import os
 import signal
@@ -16,7 +15,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from conftest import REPO, assert_rederives, require_root_tools
+from conftest import REPO, LabRun, assert_rederives, require_root_tools, rows
 from harness.ssh import SSH_CONFIG_ENV
 from harness.lab import lab, missing
 
@@ -50,12 +49,6 @@ def settled(host, timeout_s: float = 5) -> set[int]:
     while (pids := host.pids()) != {host.sshd_pid} and time.monotonic() < deadline:
         time.sleep(0.1)
     return pids
-
-
-def rows(results: Path) -> dict[tuple[str, str], dict]:
-    """runs.csv by (scenario, tool); empty before the suite's first row."""
-    path = results / "latest" / "runs.csv"
-    return {(r["scenario"], r["tool"]): r for r in csv.DictReader(path.open())} if path.is_file() else {}
 
 
 def run_argv(generators: list, target, results: Path, *args: str) -> list[str]:
@@ -98,20 +91,6 @@ TWO_GENERATORS = """scenarios:
 """
 
 
-@dataclass
-class LabRun:
-    results: Path
-    returncode: int
-    output: str
-
-    def row(self, scenario: str, tool: str) -> dict:
-        return rows(self.results)[(scenario, tool)]
-
-    def part_requests(self, row: dict) -> list[int]:
-        meta = json.loads((self.results / "latest" / row["run_dir"] / "meta.json").read_text())
-        return [part["requests"] for part in meta["parts"]]
-
-
 @pytest.fixture(scope="module")
 def two_generators(lab_hosts, tmp_path_factory) -> LabRun:
     """A and B load C: a closed-model scenario (wrk, oha, ab), a shaped rate scenario and a stall (oha)."""
@@ -120,7 +99,7 @@ def two_generators(lab_hosts, tmp_path_factory) -> LabRun:
     (results / "lab.yaml").write_text(TWO_GENERATORS)
     result = subprocess.run(run_argv([a, b], c, results, "--tools", "wrk,oha,ab", "--scenarios",
                                      str(results / "lab.yaml")), cwd=REPO, capture_output=True, text=True, timeout=900)
-    return LabRun(results, result.returncode, result.stdout[-2000:] + result.stderr[-2000:])
+    return LabRun.of(results, result)
 
 
 def test_two_generators_make_one_merged_row(two_generators, hosts):
