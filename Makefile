@@ -10,6 +10,10 @@
 #               make bench-capacity (RUNTIME defaults to host there): STEP_DURATION=5  SLO_P99_MS=  RESOLUTION=0.02
 #               MAX_STEPS=12  START_RPS=1000  VUS=1000  (and TOOLS, CAPTURE, RESUME, RESULTS_ROOT, CPUS_*, ISOLATION, GRACE)
 PY        := .venv/bin/python
+# Python caches each module's bytecode on first import (the venv's installer writes none): a machine that sets
+# PYTHONDONTWRITEBYTECODE compiled pandas, numpy and matplotlib afresh in every process here (~4 s of CPU each
+# on 2 cores, 10 times that in the netem VM, which reads the caches the host wrote).
+unexport PYTHONDONTWRITEBYTECODE
 TOOLS     ?= all
 SCENARIOS ?= scenarios/shootout.yaml
 RUNTIME   ?= docker

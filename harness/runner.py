@@ -34,7 +34,7 @@ from harness.row import merge, rtt_ok
 from harness.row.record import BASELINE_SPEC, Execution, PartRecord, RunRecord, split_fields
 from harness.runtimes import Runtime, Session, make_runtime
 from harness.scenarios import Scenario
-from harness.shaping import (ShaperChoice, choose_shaper, loaded_probe, measure_rtt, netem_available, proxy_pids,
+from harness.shaping import (ShaperChoice, choose_shaper, loaded_probe, measured_rtt, netem_available, proxy_pids,
                              shaped)
 from harness.target import Target, ensure_allowed
 from harness.targets import Setup
@@ -239,9 +239,9 @@ def _part(session: Session, target: Target, adapter: ToolAdapter, vus: int, rate
                       target_cores=session.target_cores, containers=getattr(session, "containers", None))
     part.tool_version = _version(session, adapter)
     session.verify(target)
-    part.rtt_measured_ms = measure_rtt(session, target, rtt_ms)
     shaping = run_dir / part_folder / "shaping.json"
     part.shaping = json.loads(shaping.read_text()) if shaping.is_file() else None
+    part.rtt_measured_ms = measured_rtt(session, target, rtt_ms, part.shaping)
     if not rtt_ok(part.rtt_measured_ms, rtt_ms):
         console.print(f"   [yellow]warning[/]: measured RTT {part.rtt_measured_ms:.2f} ms from {session.where} misses "
                       f"the target {rtt_ms} ms by more than max(10%, 0.5 ms); row flagged rtt_ok=false")

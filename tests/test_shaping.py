@@ -10,7 +10,8 @@ import pytest
 from harness.errors import HarnessError
 from harness.row import rtt_ok
 from harness import rtt_probe
-from harness.shaping import PROBE_SCRIPT, Knob, _calibrate, choose_shaper, measure_rtt, netem_command, netem_limit
+from harness.shaping import (PROBE_SCRIPT, Knob, _calibrate, choose_shaper, measure_rtt, measured_rtt, netem_command,
+                             netem_limit)
 from harness.target import Target
 
 
@@ -114,6 +115,19 @@ def test_a_run_on_a_calibrated_path_starts_where_the_previous_one_ended(tmp_path
     shaping = json.loads((tmp_path / "shaping.json").read_text())
     assert again == 49 and len(calls) == 1 and [p["delay_ms"] for p in shaping["probes"]] == [49]
     assert shaping["started_from"] == "the delay the previous run on this path ended on"
+
+
+def test_a_shaped_runs_rtt_is_the_calibrations_closest_probe_not_a_second_one(tmp_path):
+    """The closest probe was taken at the delay the run gets (harness.shaping.measured_rtt): it is the row's
+    rtt_measured_ms at full precision, and no probe runs after the calibration. Unshaped, one probe runs."""
+    shaping, path = _calibrated(tmp_path, overhead_ms=1.63, knob_step=0.1, shaper="netem")
+    assert shaping["rtt_measured_ms"] == pytest.approx(8.4 + 1.63, abs=1e-9)
+    path.run_python = lambda *args, **kwargs: pytest.fail("probed again after the calibration")
+    assert measured_rtt(path, Target("198.18.0.2", 80), 10, shaping) == shaping["rtt_measured_ms"]
+    toxiproxy, _ = _calibrated(tmp_path, overhead_ms=1.4, knob_step=1, shaper="toxiproxy")
+    assert toxiproxy["rtt_measured_ms"] == pytest.approx(9 + 1.4)          # the closest of 11.4 and 10.4
+    unshaped = _ProbedPath(0.07)
+    assert measured_rtt(unshaped, Target("198.18.0.2", 80), 0.1, None) == pytest.approx(0.07)
 
 
 class _KeepAliveFiles(http.server.SimpleHTTPRequestHandler):
