@@ -34,7 +34,7 @@ def suite(tmp_path_factory) -> dict:
     root = tmp_path_factory.mktemp("results")
     runtime = FakeRuntime(BROKEN)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(runner, "LOCK_FILE", root / "lth.lock")    # not the machine's: a benchmark may hold it
+        patch.setenv("LTH_LOCK_DIR", str(tmp_path_factory.mktemp("lock")))    # not the machine's: a benchmark may hold it
         patch.setattr(runner, "BASELINE_S", 1)                # each tool's 1-VU memory run
         plan = Plan(runtime="fake", tools=TOOLS, scenarios=[CLOSED, RATE], results_root=root, grace_s=GRACE_S,
                     split=NO_SPLIT)
