@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from jinja2 import Environment, FileSystemLoader, select_autoescape
+from jinja2 import Environment, FileSystemLoader
 
 from harness import REPO_ROOT
 from analysis.charts import CHARTS, OK, run_status, runtime_ratios, short_side, spread, with_limits
@@ -175,7 +175,9 @@ def build(folders: list[Path], out: Path, svg: bool = False) -> Path:
     card = scorecard.build(df)
     scorecard.write_csv(card, out / "scorecard.csv")
     absent = scorecard.absent_columns(card)
-    page = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape()).get_template("report.html.j2")
+    # Every value is text (a tool's stderr, a note, environment.json): escaped. select_autoescape() would
+    # not escape here, the template's name ending in .j2; the page's own markup is all in the template.
+    page = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=True).get_template("report.html.j2")
     html = page.render(
         steps=int(capacity.is_step(everything).sum()),
         generated=datetime.now(timezone.utc).isoformat(timespec="seconds"),
