@@ -5,6 +5,7 @@ run, the column names are a contract), ``environment.json``, and per run
 from __future__ import annotations
 
 import csv
+import io
 import json
 import os
 import shutil
@@ -14,6 +15,7 @@ from pathlib import Path
 
 from harness.adapter import Figures, column
 from harness.errors import HarnessError
+from harness.files import write_atomic
 
 # unsupported: a rate scenario and a tool without an open model (the error says so); nothing ran.
 STATUSES = ("ok", "failed", "timeout", "unsupported")
@@ -204,15 +206,12 @@ class ResultsFolder:
         return cls(path)
 
     def rewrite(self, rows: list[dict[str, str]]) -> None:
-        """Replace runs.csv atomically (write a temporary file, then rename it over)."""
-        tmp = self.runs_csv.with_suffix(".csv.tmp")
-        with tmp.open("w", newline="") as handle:
-            writer = csv.DictWriter(handle, fieldnames=COLUMNS, extrasaction="ignore")
-            writer.writeheader()
-            writer.writerows(rows)
-            handle.flush()
-            os.fsync(handle.fileno())
-        tmp.replace(self.runs_csv)
+        """Replace runs.csv atomically."""
+        text = io.StringIO(newline="")
+        writer = csv.DictWriter(text, fieldnames=COLUMNS, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)
+        write_atomic(self.runs_csv, text.getvalue())
 
     def replace(self, rows: list[RunRow]) -> None:
         """runs.csv made of ``rows`` (re-derived), atomically."""
@@ -253,11 +252,11 @@ class ResultsFolder:
             return [r for r in csv.DictReader(handle) if None not in r.values() and r.get("status") in STATUSES]
 
     def write_json(self, name: str, data: dict | list) -> None:
-        (self.path / name).write_text(json.dumps(data, indent=2, default=str) + "\n")
+        write_atomic(self.path / name, json.dumps(data, indent=2, default=str) + "\n")
 
 
 def write_meta(run_dir: Path, row: RunRow, extra: dict) -> None:
-    (run_dir / "meta.json").write_text(json.dumps({"row": asdict(row), **extra}, indent=2, default=str) + "\n")
+    write_atomic(run_dir / "meta.json", json.dumps({"row": asdict(row), **extra}, indent=2, default=str) + "\n")
 
 
 def read_meta_row(run_dir: Path) -> RunRow:
