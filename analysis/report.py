@@ -12,6 +12,7 @@ import argparse
 import csv
 import json
 import sys
+from contextlib import ExitStack
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -27,6 +28,8 @@ from analysis import capacity, scorecard, targets
 from analysis.figures import save
 from analysis.uncertainty import CV_LIMIT, NOT_MEASURABLE as FLAGGED, Estimate, rank
 from analysis.stall import EXPLANATION as STALL_EXPLANATION, stall_table, write_stall_chart
+from harness.errors import HarnessError
+from harness.lock import folder_lock
 from harness.results import STATUSES
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -213,7 +216,14 @@ def main(argv: list[str] | None = None) -> int:
         out = folders[0] / "report"
     else:
         out = folders[0].parent / f"compare-{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}" / "report"
-    print(f"report: {build(folders, out, args.svg)}")
+    try:
+        with ExitStack() as held:       # no suite or rederive writes a folder while its report reads it
+            for folder in folders:
+                held.enter_context(folder_lock(folder))
+            print(f"report: {build(folders, out, args.svg)}")
+    except HarnessError as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        return 2
     with (out / "scorecard.csv").open(newline="") as handle:     # the first screen's answer, in the log too
         print("scorecard (" + str(out / "scorecard.csv") + "):\n" + "\n".join(f"  {r['sentence']}" for r in csv.DictReader(handle)))
     return 0

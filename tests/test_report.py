@@ -461,3 +461,16 @@ def test_an_error_a_tool_text_or_an_environment_value_holding_markup_is_shown_es
     header, *body = page.tables["failed"]
     assert body[0][header.index("error")] == f"stderr: {XSS}"        # the text, as written
     assert all(src.endswith(".png") for src in page.images)          # the report's own markup is still markup
+
+
+def test_a_folder_a_suite_is_writing_gets_no_report_and_one_line_naming_the_suite(tmp_path, monkeypatch, capsys):
+    from harness.lock import acquire, folder_lock, record_folder
+    monkeypatch.setenv("LTH_LOCK_DIR", str(tmp_path / "lock"))      # never the machine's lock
+    folder = tmp_path / HOST.name
+    shutil.copytree(HOST, folder)
+    with acquire() as suite, folder_lock(folder):
+        record_folder(suite, folder)
+        assert main([str(folder)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"error: {folder} is being written by another harness (pid ")
+    assert not (folder / "report").exists()
