@@ -163,17 +163,18 @@ def utc_stamp() -> str:
 
 
 class ResultsFolder:
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, latest_root: Path | None = None):
         self.path = path
         self.runs_csv = path / "runs.csv"
+        # A new folder becomes ``latest_root/latest`` with its first row, not before: a suite that stops
+        # before any run (a runtime that does not start) leaves `latest`, and its report, where they were.
+        self._latest_root = latest_root
 
     @classmethod
     def create(cls, root: Path, runtime: str) -> "ResultsFolder":
         path = root / f"{utc_stamp()}-{runtime}"
         path.mkdir(parents=True, exist_ok=False)
-        folder = cls(path)
-        folder._point_latest(root)
-        return folder
+        return cls(path, latest_root=root)
 
     def _point_latest(self, root: Path) -> None:
         latest = root / "latest"
@@ -182,18 +183,9 @@ class ResultsFolder:
         tmp.symlink_to(self.path.name)
         tmp.replace(latest)              # atomic: `latest` is never missing or half-written
 
-    def discard(self, previous_latest: str | None) -> None:
-        """Remove this new, run-less folder (the suite stopped before its first run) and point `latest`
-        back where it pointed before."""
+    def discard(self) -> None:
+        """Remove this new, run-less folder (the suite stopped before its first run; `latest` never moved)."""
         shutil.rmtree(self.path, ignore_errors=True)
-        root = self.path.parent
-        if previous_latest is None:
-            (root / "latest").unlink(missing_ok=True)
-        else:
-            tmp = root / f".latest-{os.getpid()}"
-            tmp.unlink(missing_ok=True)
-            tmp.symlink_to(previous_latest)
-            tmp.replace(root / "latest")
 
     @classmethod
     def open(cls, path: Path, runtime: str) -> "ResultsFolder":
@@ -243,6 +235,9 @@ class ResultsFolder:
             writer.writerow([_cell(getattr(row, c)) for c in COLUMNS])
             handle.flush()
             os.fsync(handle.fileno())
+        if self._latest_root is not None:
+            self._point_latest(self._latest_root)
+            self._latest_root = None
 
     def rows(self) -> list[dict[str, str]]:
         if not self.runs_csv.exists():

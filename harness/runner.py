@@ -7,7 +7,6 @@ folder) and ``Bench.run`` runs one pair in it: run_suite and the capacity search
 from __future__ import annotations
 
 import json
-import os
 import signal
 import statistics
 import time
@@ -373,7 +372,6 @@ def opened(plan: Plan, runtime: Runtime | None = None) -> Iterator[Bench]:
         no_tcpdump = plan.capture and tcpdump_missing()
         if no_tcpdump:
             console.print(MISSING)
-        previous_latest = _latest(plan.results_root)
         folder, finished = _open_folder(plan)
         record_folder(lock, folder.path)
         console.print(f"results: {folder.path}" + (f" (resuming: {len(finished)} finished runs kept)" if plan.resume else ""))
@@ -387,18 +385,13 @@ def opened(plan: Plan, runtime: Runtime | None = None) -> Iterator[Bench]:
             try:
                 _check_targets(plan, runtime)
             except HarnessError:
-                if plan.resume is None:       # bad input: leave no empty folder, and `latest` as it was
-                    folder.discard(previous_latest)
+                if plan.resume is None:       # bad input: leave no empty folder
+                    folder.discard()
                 raise
             yield Bench(plan, runtime, folder, finished, broken, shaper, no_tcpdump)
     finally:
         signal.signal(signal.SIGTERM, previous)
         lock.close()
-
-
-def _latest(root: Path) -> str | None:
-    link = root / "latest"
-    return os.readlink(link) if link.is_symlink() else None
 
 
 def _check_targets(plan: Plan, runtime: Runtime) -> None:
