@@ -12,12 +12,13 @@ import argparse
 import csv
 import json
 import sys
+from contextlib import ExitStack
 from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from jinja2 import Environment, FileSystemLoader, select_autoescape
+from jinja2 import Environment, FileSystemLoader
 
 from harness import REPO_ROOT
 from analysis.charts import CHARTS, OK, run_status, runtime_ratios, short_side, spread, with_limits
@@ -27,6 +28,8 @@ from analysis import capacity, scorecard, targets
 from analysis.figures import save
 from analysis.uncertainty import CV_LIMIT, NOT_MEASURABLE as FLAGGED, Estimate, rank
 from analysis.stall import EXPLANATION as STALL_EXPLANATION, stall_table, write_stall_chart
+from harness.errors import HarnessError
+from harness.lock import folder_lock
 from harness.results import STATUSES
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -175,7 +178,9 @@ def build(folders: list[Path], out: Path, svg: bool = False) -> Path:
     card = scorecard.build(df)
     scorecard.write_csv(card, out / "scorecard.csv")
     absent = scorecard.absent_columns(card)
-    page = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape()).get_template("report.html.j2")
+    # Every value is text (a tool's stderr, a note, environment.json): escaped. select_autoescape() would
+    # not escape here, the template's name ending in .j2; the page's own markup is all in the template.
+    page = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=True).get_template("report.html.j2")
     html = page.render(
         steps=int(capacity.is_step(everything).sum()),
         generated=datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -211,7 +216,14 @@ def main(argv: list[str] | None = None) -> int:
         out = folders[0] / "report"
     else:
         out = folders[0].parent / f"compare-{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}" / "report"
-    print(f"report: {build(folders, out, args.svg)}")
+    try:
+        with ExitStack() as held:       # no suite or rederive writes a folder while its report reads it
+            for folder in folders:
+                held.enter_context(folder_lock(folder))
+            print(f"report: {build(folders, out, args.svg)}")
+    except HarnessError as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        return 2
     with (out / "scorecard.csv").open(newline="") as handle:     # the first screen's answer, in the log too
         print("scorecard (" + str(out / "scorecard.csv") + "):\n" + "\n".join(f"  {r['sentence']}" for r in csv.DictReader(handle)))
     return 0

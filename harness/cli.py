@@ -9,9 +9,13 @@ from harness import REPO_ROOT, capabilities, registry, scenarios, targets
 from harness.cleanup import clean_state
 from harness.cpus import CpuSplit, choose_split
 from harness.errors import HarnessError
+from harness.lock import TESTHOST, acquire, wait_s
 from harness.runner import Plan, run_suite
 from harness.runtimes import RUNTIMES
 from harness.shaping import SHAPERS
+
+
+LOCKING_COMMANDS = ("run", "capacity", "clean-state")     # the ones that take the machine's lock (harness/lock.py)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -214,6 +218,15 @@ def bottleneck_summary(rows: list) -> str:
 
 
 def _clean_state(args: argparse.Namespace) -> int:
+    """Refused while a benchmark or test hosts hold their lock: what it would remove is theirs."""
+    with acquire(what="a benchmark is running on this machine and clean-state would remove what it uses"), \
+            acquire(TESTHOST, "test hosts are up on this machine and clean-state would remove them", wait=False):
+        removed = _clean_everywhere(args)
+    print("\n".join(f"removed {item}" for item in removed) or "nothing to clean")
+    return 0
+
+
+def _clean_everywhere(args: argparse.Namespace) -> list[str]:
     removed = []
     if args.target_host:    # first: ssh may need what the local sweep removes
         from harness.runtimes.remote import clean_remote
@@ -224,8 +237,7 @@ def _clean_state(args: argparse.Namespace) -> int:
         for url in _generator_hosts(args.generator_host):
             removed += clean_generator(parse_ssh_url(url, "--generator-host"))
     removed += clean_state()
-    print("\n".join(f"removed {item}" for item in removed) or "nothing to clean")
-    return 0
+    return removed
 
 
 def _list_tools(_: argparse.Namespace) -> int:
@@ -276,6 +288,8 @@ def _install_folders(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        if args.command in LOCKING_COMMANDS:
+            wait_s()       # a bad LTH_LOCK_WAIT_S is said before any work, not after the images are built
         return {"run": _run, "capacity": _capacity, "list-tools": _list_tools, "clean-state": _clean_state,
                 "install-folders": _install_folders, "target-packages": _target_packages,
                 "rederive": _rederive}[args.command](args)

@@ -11,7 +11,8 @@ filesystem and the pids are shared, so every "host" has the same nginx and /opt/
 
 Nothing under /etc/ssh is read or changed: every sshd gets its own config, keys and pid file in a
 temp folder (/tmp/lth-testhost-*), which goes with everything else when the block ends (also on
-Ctrl-C). One set of test hosts at a time per machine (the addresses are fixed): a lock file says so.
+Ctrl-C). One set of test hosts at a time per machine (the addresses are fixed): a lock says so
+(harness/lock.py).
 
 With ``docker=True`` every host also runs a Docker engine of its own (Debian's dockerd, its data,
 exec root and socket in that folder, in the host's network namespace and a mount namespace of its
@@ -20,7 +21,6 @@ over ssh (or through a Docker context) talks to that host's engine, as on a real
 """
 from __future__ import annotations
 
-import fcntl
 import os
 import shutil
 import signal
@@ -31,11 +31,12 @@ import time
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Iterator
+from typing import Iterator
 
 from harness import PREFIX
 from harness.processes import run, signal_pids, signals_deferred
 from harness.errors import HarnessError
+from harness.lock import TESTHOST, acquire
 from harness.ssh import SshHost
 
 # 198.18.0.0/30 is the host runtime's veth, 198.18.1.0/24 the Docker runtime's network.
@@ -46,7 +47,6 @@ SSHD = Path("/usr/sbin/sshd")
 DOCKERD = Path("/usr/sbin/dockerd")
 DOCKERD_READY_TIMEOUT_S = 60.0
 PRIVSEP_DIR = Path("/run/sshd")     # compiled into Debian's sshd; the package creates it at start
-LOCK_FILE = Path(f"/tmp/{PREFIX}-testhost.lock")
 WORKDIR_PREFIX = f"{PREFIX}-testhost-"
 READY_TIMEOUT_S = 15.0
 
@@ -89,16 +89,6 @@ def missing(docker: bool = False) -> str | None:
     if docker and not (DOCKERD.is_file() and shutil.which("docker") and shutil.which("unshare")):
         return f"{DOCKERD} or the docker CLI is not installed (Debian's docker.io): run `scripts/deps.sh`"
     return None
-
-
-def _lock() -> IO:
-    handle = LOCK_FILE.open("a+")
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        handle.close()
-        raise HarnessError(f"other test hosts are up on this machine ({LOCK_FILE} is held)") from None
-    return handle
 
 
 def _docker_root(workdir: Path, address: str) -> Path:
@@ -260,7 +250,7 @@ def lab(count: int, docker: bool = False) -> Iterator[list[TestHost]]:
         raise HarnessError(reason)
     pid = os.getpid()
     with ExitStack() as stack:
-        stack.enter_context(_lock())
+        stack.enter_context(acquire(TESTHOST, "other test hosts are up on this machine", wait=False))
         workdir = Path(tempfile.mkdtemp(prefix=WORKDIR_PREFIX))
         stack.callback(shutil.rmtree, workdir, ignore_errors=True)
         if not PRIVSEP_DIR.exists():

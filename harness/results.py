@@ -5,6 +5,7 @@ run, the column names are a contract), ``environment.json``, and per run
 from __future__ import annotations
 
 import csv
+import io
 import json
 import os
 import shutil
@@ -14,6 +15,7 @@ from pathlib import Path
 
 from harness.adapter import Figures, column
 from harness.errors import HarnessError
+from harness.files import write_atomic
 
 # unsupported: a rate scenario and a tool without an open model (the error says so); nothing ran.
 STATUSES = ("ok", "failed", "timeout", "unsupported")
@@ -161,17 +163,18 @@ def utc_stamp() -> str:
 
 
 class ResultsFolder:
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, latest_root: Path | None = None):
         self.path = path
         self.runs_csv = path / "runs.csv"
+        # A new folder becomes ``latest_root/latest`` with its first row, not before: a suite that stops
+        # before any run (a runtime that does not start) leaves `latest`, and its report, where they were.
+        self._latest_root = latest_root
 
     @classmethod
     def create(cls, root: Path, runtime: str) -> "ResultsFolder":
         path = root / f"{utc_stamp()}-{runtime}"
         path.mkdir(parents=True, exist_ok=False)
-        folder = cls(path)
-        folder._point_latest(root)
-        return folder
+        return cls(path, latest_root=root)
 
     def _point_latest(self, root: Path) -> None:
         latest = root / "latest"
@@ -180,18 +183,9 @@ class ResultsFolder:
         tmp.symlink_to(self.path.name)
         tmp.replace(latest)              # atomic: `latest` is never missing or half-written
 
-    def discard(self, previous_latest: str | None) -> None:
-        """Remove this new, run-less folder (the suite stopped before its first run) and point `latest`
-        back where it pointed before."""
+    def discard(self) -> None:
+        """Remove this new, run-less folder (the suite stopped before its first run; `latest` never moved)."""
         shutil.rmtree(self.path, ignore_errors=True)
-        root = self.path.parent
-        if previous_latest is None:
-            (root / "latest").unlink(missing_ok=True)
-        else:
-            tmp = root / f".latest-{os.getpid()}"
-            tmp.unlink(missing_ok=True)
-            tmp.symlink_to(previous_latest)
-            tmp.replace(root / "latest")
 
     @classmethod
     def open(cls, path: Path, runtime: str) -> "ResultsFolder":
@@ -204,15 +198,12 @@ class ResultsFolder:
         return cls(path)
 
     def rewrite(self, rows: list[dict[str, str]]) -> None:
-        """Replace runs.csv atomically (write a temporary file, then rename it over)."""
-        tmp = self.runs_csv.with_suffix(".csv.tmp")
-        with tmp.open("w", newline="") as handle:
-            writer = csv.DictWriter(handle, fieldnames=COLUMNS, extrasaction="ignore")
-            writer.writeheader()
-            writer.writerows(rows)
-            handle.flush()
-            os.fsync(handle.fileno())
-        tmp.replace(self.runs_csv)
+        """Replace runs.csv atomically."""
+        text = io.StringIO(newline="")
+        writer = csv.DictWriter(text, fieldnames=COLUMNS, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)
+        write_atomic(self.runs_csv, text.getvalue())
 
     def replace(self, rows: list[RunRow]) -> None:
         """runs.csv made of ``rows`` (re-derived), atomically."""
@@ -244,6 +235,9 @@ class ResultsFolder:
             writer.writerow([_cell(getattr(row, c)) for c in COLUMNS])
             handle.flush()
             os.fsync(handle.fileno())
+        if self._latest_root is not None:
+            self._point_latest(self._latest_root)
+            self._latest_root = None
 
     def rows(self) -> list[dict[str, str]]:
         if not self.runs_csv.exists():
@@ -253,11 +247,11 @@ class ResultsFolder:
             return [r for r in csv.DictReader(handle) if None not in r.values() and r.get("status") in STATUSES]
 
     def write_json(self, name: str, data: dict | list) -> None:
-        (self.path / name).write_text(json.dumps(data, indent=2, default=str) + "\n")
+        write_atomic(self.path / name, json.dumps(data, indent=2, default=str) + "\n")
 
 
 def write_meta(run_dir: Path, row: RunRow, extra: dict) -> None:
-    (run_dir / "meta.json").write_text(json.dumps({"row": asdict(row), **extra}, indent=2, default=str) + "\n")
+    write_atomic(run_dir / "meta.json", json.dumps({"row": asdict(row), **extra}, indent=2, default=str) + "\n")
 
 
 def read_meta_row(run_dir: Path) -> RunRow:

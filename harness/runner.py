@@ -6,9 +6,7 @@ folder) and ``Bench.run`` runs one pair in it: run_suite and the capacity search
 """
 from __future__ import annotations
 
-import fcntl
 import json
-import os
 import signal
 import statistics
 import time
@@ -19,13 +17,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterator
 
-import psutil
 from rich.console import Console
 
-from harness import PREFIX, capabilities, environment, openmodel, preflight, stall
+from harness import capabilities, environment, openmodel, preflight, stall
 from harness.adapter import RunSpec, ToolAdapter, ToolOutput
 from harness.capture import MISSING, Capture, tcpdump_missing
 from harness.errors import HarnessError
+from harness.lock import acquire, folder_lock, record_folder
 from harness.execution import execute, execute_together, split_evenly
 from harness.plan import Plan
 from harness.rederive import derive_stored
@@ -40,7 +38,6 @@ from harness.target import Target, ensure_allowed
 from harness.targets import Setup
 
 console = Console(highlight=False, soft_wrap=True)
-LOCK_FILE = Path(f"/tmp/{PREFIX}.lock")
 SETUP_ESTIMATE_S = 5.0   # per-run overhead assumed for the ETA until one run has been timed
 BASELINE_S = 3           # the 1-VU run whose memory mem_per_vu_kb subtracts
 PART_DIR = "generator-{index}"   # a part's folder when several generators share a run
@@ -49,35 +46,6 @@ PART_DIR = "generator-{index}"   # a part's folder when several generators share
 def grace_s(duration_s: int, override: float | None = None) -> float:
     """How long past its duration a tool may take before it is killed as hung."""
     return override if override is not None else max(30.0, duration_s * 0.5)
-
-
-def _single_instance() -> object:
-    """One benchmark at a time per machine. LTH_LOCK_WAIT_S=n waits up to n s for the other run to end.
-    The holder writes who it is into the lock file, so a refused run can name it."""
-    handle = LOCK_FILE.open("a+")
-    deadline = time.monotonic() + float(os.environ.get("LTH_LOCK_WAIT_S", "0"))
-    while True:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            break
-        except BlockingIOError:
-            if time.monotonic() >= deadline:
-                raise HarnessError(f"another benchmark is running on this machine ({_lock_holder()}): one at a time; "
-                                   f"wait for it to end or stop it, then rerun") from None
-            time.sleep(1)
-    handle.truncate(0)
-    handle.write(json.dumps({"pid": os.getpid(), "command": " ".join(psutil.Process().cmdline())[:200],
-                             "since": datetime.now(timezone.utc).isoformat(timespec="seconds")}))
-    handle.flush()
-    return handle
-
-
-def _lock_holder() -> str:
-    try:
-        holder = json.loads(LOCK_FILE.read_text())
-        return f"pid {holder['pid']}, `{holder['command']}`, since {holder['since']}"
-    except (OSError, ValueError, KeyError):
-        return f"{LOCK_FILE} is held"
 
 
 def _raise_on_sigterm(*_: object) -> None:
@@ -396,7 +364,7 @@ def opened(plan: Plan, runtime: Runtime | None = None) -> Iterator[Bench]:
     runtime.split = plan.split
     runtime.target_ids = frozenset(s.target for s in plan.scenarios)
     preflight.check(plan, runtime)
-    lock = _single_instance()
+    lock = acquire()
     previous = signal.signal(signal.SIGTERM, _raise_on_sigterm)
     try:
         broken = runtime.prepare(plan.tools)
@@ -404,31 +372,26 @@ def opened(plan: Plan, runtime: Runtime | None = None) -> Iterator[Bench]:
         no_tcpdump = plan.capture and tcpdump_missing()
         if no_tcpdump:
             console.print(MISSING)
-        previous_latest = _latest(plan.results_root)
         folder, finished = _open_folder(plan)
+        record_folder(lock, folder.path)
         console.print(f"results: {folder.path}" + (f" (resuming: {len(finished)} finished runs kept)" if plan.resume else ""))
         if plan.resume is None:
             folder.write_json("environment.json", environment.collect(
                 {"runtime": plan.runtime, "shaper": shaper.kind, "shaper_reason": shaper.reason,
                  **plan.split.describe(), **runtime.describe()}))
-        with runtime:
+        with folder_lock(folder.path), runtime:
             if plan.resume is None and (facts := runtime.started_facts()):
                 _add_environment(folder, facts)
             try:
                 _check_targets(plan, runtime)
             except HarnessError:
-                if plan.resume is None:       # bad input: leave no empty folder, and `latest` as it was
-                    folder.discard(previous_latest)
+                if plan.resume is None:       # bad input: leave no empty folder
+                    folder.discard()
                 raise
             yield Bench(plan, runtime, folder, finished, broken, shaper, no_tcpdump)
     finally:
         signal.signal(signal.SIGTERM, previous)
         lock.close()
-
-
-def _latest(root: Path) -> str | None:
-    link = root / "latest"
-    return os.readlink(link) if link.is_symlink() else None
 
 
 def _check_targets(plan: Plan, runtime: Runtime) -> None:

@@ -44,7 +44,7 @@ class SshHost:
             options += ["-l", self.user]
         if self.port:
             options += ["-p", str(self.port)]
-        return ["ssh", *options, self.host, "--", shlex.join(["sh", "-c", script])]
+        return ["ssh", *options, "--", self.host, "--", shlex.join(["sh", "-c", script])]
 
     def run(self, script: str, stdin: bytes | None = None, timeout: float = 60,
             check: bool = True) -> subprocess.CompletedProcess:
@@ -76,6 +76,10 @@ def parse_ssh_url(text: str, option: str = "--target-host") -> SshHost:
         port = parts.port
     except ValueError:
         raise HarnessError(f"{option} {text!r}: the port is not a number") from None
+    for part, value in (("user", parts.username), ("host", parts.hostname)):
+        if value and value.startswith("-"):
+            raise HarnessError(f"{option} {text!r}: the {part} {value!r} starts with '-', which ssh would take as an "
+                               "option: write ssh://[user@]host[:port] with neither starting with '-'")
     return SshHost(url=text, host=parts.hostname, address=_ipv4(parts.hostname, text, option),
                    user=parts.username, port=port, context=context)
 

@@ -21,6 +21,7 @@ import jinja2
 from harness import TARGETS_DIR
 from harness.cpus import format_cpus
 from harness.errors import HarnessError
+from harness.files import write_atomic
 from harness.target import TARGET_FILE, Target, stage as stage_file_server
 
 FILE_SERVER = "nginx"
@@ -124,9 +125,11 @@ def make_certificate(folder: Path) -> Certificate:
     if result.returncode != 0:
         raise HarnessError(f"openssl could not make the TLS certificate: {result.stderr.strip()[-200:]}")
     pem = folder / "both.pem"
-    pem.write_text(cert.read_text() + key.read_text())
-    for path in (cert, key, pem):
-        path.chmod(0o644)
+    write_atomic(pem, cert.read_text() + key.read_text(), mode=0o600)
+    # The key only for its owner: the servers that read it start as root (Nginx's master, HAProxy, Caddy;
+    # the target container runs as root too). The certificate is public.
+    cert.chmod(0o644)
+    key.chmod(0o600)
     return Certificate(cert, key, pem)
 
 

@@ -54,7 +54,7 @@ def searched(tmp_path_factory) -> dict:
     """One capacity run, then the same folder resumed."""
     root = tmp_path_factory.mktemp("results")
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(runner, "LOCK_FILE", root / "lth.lock")    # not the machine's: a benchmark may hold it
+        patch.setenv("LTH_LOCK_DIR", str(tmp_path_factory.mktemp("lock")))    # not the machine's: a benchmark may hold it
         patch.setattr(runner, "BASELINE_S", 1)
         patch.setattr(runner, "Capture", SpyCapture)
         folder, entries = run_capacity(plan(root), SETTINGS, FakeRuntime())
@@ -127,7 +127,7 @@ def test_a_resume_with_other_step_settings_is_refused(searched, tmp_path):
 @pytest.mark.parametrize("slo, why", [(None, "the unloaded step failed: image build failed"),
                                       (5.0, "the tool cannot run: image build failed")])
 def test_a_tool_that_cannot_run_is_one_failed_row_and_no_search(tmp_path, monkeypatch, slo, why):
-    monkeypatch.setattr(runner, "LOCK_FILE", tmp_path / "lth.lock")
+    monkeypatch.setenv("LTH_LOCK_DIR", str(tmp_path / "lock"))
     broken = FakeTool("paced", name="fake-broken", open_model=True)
     settings = Settings(step_s=1, vus=2, start_rps=25, slo_p99_ms=slo)
     folder, (entry,) = run_capacity(Plan(runtime="fake", tools=[broken], scenarios=[settings.rate_scenario(25)],

@@ -75,8 +75,8 @@ def test_list_tools_shows_each_adapter():
 
 @pytest.mark.e2e
 def test_a_held_lock_is_one_line_naming_its_holder_and_no_report(tmp_path):
-    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from harness.runner import _single_instance; "
-                               "lock = _single_instance(); print('held', flush=True); time.sleep(120)"],
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from harness.lock import acquire; "
+                               "lock = acquire(); print('held', flush=True); time.sleep(120)"],
                               cwd=REPO, stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "held"
@@ -89,7 +89,7 @@ def test_a_held_lock_is_one_line_naming_its_holder_and_no_report(tmp_path):
         holder.wait()
     errors = [line for line in (result.stdout + result.stderr).splitlines() if line.startswith("error")]
     assert len(errors) == 1, result.stdout + result.stderr
-    assert f"pid {holder.pid}" in errors[0] and "_single_instance()" in errors[0] and "since 20" in errors[0]
+    assert f"pid {holder.pid}" in errors[0] and "acquire()" in errors[0] and "since 20" in errors[0]
     assert "report:" not in result.stdout and not any(tmp_path.iterdir())
     assert "Error 2" in result.stderr      # make's own line: the harness's exit status 2
 

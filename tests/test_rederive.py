@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -125,3 +126,63 @@ def test_the_probe_under_the_load_is_read_again_and_its_gets_are_not_the_tools(t
     assert row["server_requests"] == record["server_requests"] - 22
     assert row["rtt_loaded_ms"] == 70.0
     assert row["shaper_added_ms"] == pytest.approx(70.0 - row["rtt_measured_ms"])
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def one_line_exit_2(result: subprocess.CompletedProcess) -> str:
+    assert result.returncode == 2 and result.stderr.count("\n") == 1 and result.stderr.startswith("error: "), \
+        result.stdout + result.stderr
+    return result.stderr
+
+
+def test_a_torn_record_stops_it_in_one_line_with_nothing_written(tmp_path):
+    """All or nothing: the torn record is the last run's, so every run before it derives fine first."""
+    folder = copy(tmp_path)
+    last = list(csv.DictReader((folder / "runs.csv").open(newline="")))[-1]["run_dir"]
+    record = folder / last / "record.json"
+    record.write_text(record.read_text()[:200])
+    before = snapshot(folder)
+    error = one_line_exit_2(rederive(folder))
+    assert f"{last}/record.json cannot be read (JSONDecodeError" in error and "nothing was re-derived" in error
+    assert snapshot(folder) == before
+
+
+@pytest.mark.parametrize("where", ["run_dir", "parts"])
+def test_a_run_folder_leading_outside_the_results_folder_is_refused_and_nothing_written(tmp_path, where):
+    """A crafted runs.csv run_dir, or a record's parts[].folder, naming a folder outside: nothing is written
+    there (nor anywhere)."""
+    folder = copy(tmp_path)
+    outside = tmp_path / "outside"
+    rows = list(csv.DictReader((folder / "runs.csv").open(newline="")))
+    shutil.copytree(folder / rows[0]["run_dir"], outside)
+    if where == "run_dir":
+        rows[0]["run_dir"] = "../outside"
+        with (folder / "runs.csv").open("w", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
+    else:
+        record_file = folder / rows[0]["run_dir"] / "record.json"
+        record = json.loads(record_file.read_text())
+        record["parts"] = [{**part, "folder": "../../../outside"} for part in record["parts"]] * 2
+        record_file.write_text(json.dumps(record))
+    before, outside_before = snapshot(folder), snapshot(outside)
+    error = one_line_exit_2(rederive(folder))
+    assert "leads outside" in error and "nothing was re-derived" in error
+    assert snapshot(folder) == before and snapshot(outside) == outside_before
+
+
+def test_a_folder_a_suite_is_writing_is_refused_naming_the_suite(tmp_path, monkeypatch):
+    from harness.lock import acquire, folder_lock, record_folder
+    monkeypatch.setenv("LTH_LOCK_DIR", str(tmp_path / "lock"))      # never the machine's lock
+    folder = copy(tmp_path)
+    before = snapshot(folder)
+    with acquire() as suite, folder_lock(folder):
+        record_folder(suite, folder)
+        error = one_line_exit_2(rederive(folder))
+    assert error.startswith(f"error: {folder} is being written by another harness (pid {os.getpid()}, `")
+    assert snapshot(folder) == before
+    assert rederive(folder).returncode == 0        # free again

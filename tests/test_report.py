@@ -1,6 +1,7 @@
 """The report on real results committed as sample data (results/sample/: a host and a Docker run
 of wrk and ab, two scenarios, two repetitions)."""
 import csv
+import json
 import re
 import shutil
 import subprocess
@@ -432,3 +433,44 @@ def test_a_folder_whose_meta_json_holds_no_row_still_has_a_report(tmp_path):
     folder = tmp_path / "netem"
     shutil.copytree(REPO / "tests" / "fixtures" / "shapers" / "netem", folder)
     assert "summary" in parse(build([folder], tmp_path / "report")).tables
+
+
+XSS = "<img src=x onerror=alert(1)>"
+
+
+def test_an_error_a_tool_text_or_an_environment_value_holding_markup_is_shown_escaped(tmp_path):
+    """A tool's stderr line (the error), a tool's own text (its version) or a value in environment.json is text,
+    never HTML on the page."""
+    folder = tmp_path / HOST.name
+    shutil.copytree(HOST, folder)
+    with (folder / "runs.csv").open(newline="") as handle:
+        reader = csv.DictReader(handle)
+        fields, rows = reader.fieldnames, list(reader)
+    rows[0].update(status="failed", error=f"stderr: {XSS}")
+    rows[1]["tool_version"] = XSS
+    with (folder / "runs.csv").open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(rows)
+    environment = json.loads((folder / "environment.json").read_text())
+    (folder / "environment.json").write_text(json.dumps({**environment, "kernel": XSS}))
+    html = build([folder], tmp_path / "report").read_text()
+    assert "<img src=x" not in html
+    assert html.count("&lt;img src=x onerror=alert(1)&gt;") >= 3
+    page = parse(tmp_path / "report" / "index.html")
+    header, *body = page.tables["failed"]
+    assert body[0][header.index("error")] == f"stderr: {XSS}"        # the text, as written
+    assert all(src.endswith(".png") for src in page.images)          # the report's own markup is still markup
+
+
+def test_a_folder_a_suite_is_writing_gets_no_report_and_one_line_naming_the_suite(tmp_path, monkeypatch, capsys):
+    from harness.lock import acquire, folder_lock, record_folder
+    monkeypatch.setenv("LTH_LOCK_DIR", str(tmp_path / "lock"))      # never the machine's lock
+    folder = tmp_path / HOST.name
+    shutil.copytree(HOST, folder)
+    with acquire() as suite, folder_lock(folder):
+        record_folder(suite, folder)
+        assert main([str(folder)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"error: {folder} is being written by another harness (pid ")
+    assert not (folder / "report").exists()

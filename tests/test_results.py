@@ -44,6 +44,8 @@ def test_rows_append_and_latest_points_at_newest(tmp_path):
     first.append(row(status="ok"))
     first.append(row(tool="ab", status="failed", error='exit status 1: "quoted", with comma'))
     second = ResultsFolder.create(tmp_path, "docker")
+    assert (tmp_path / "latest").resolve() == first.path.resolve()     # until the new folder has a row
+    second.append(row(status="ok"))
     assert (tmp_path / "latest").resolve() == second.path.resolve()
     with first.runs_csv.open() as handle:
         rows = list(csv.DictReader(handle))

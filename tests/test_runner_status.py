@@ -9,6 +9,7 @@ and the suite goes on.
 """
 import csv
 import json
+import os
 
 import psutil
 import pytest
@@ -17,6 +18,7 @@ from fake_runtime import TOOL, FakeRuntime, FakeTool
 from fake_tool import BALLAST_MB, STARTUP_S
 from harness import runner
 from harness.cpus import NO_SPLIT
+from harness.errors import HarnessError
 from harness.runner import Plan, run_suite
 from harness.scenarios import Scenario
 
@@ -34,7 +36,7 @@ def suite(tmp_path_factory) -> dict:
     root = tmp_path_factory.mktemp("results")
     runtime = FakeRuntime(BROKEN)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(runner, "LOCK_FILE", root / "lth.lock")    # not the machine's: a benchmark may hold it
+        patch.setenv("LTH_LOCK_DIR", str(tmp_path_factory.mktemp("lock")))    # not the machine's: a benchmark may hold it
         patch.setattr(runner, "BASELINE_S", 1)                # each tool's 1-VU memory run
         plan = Plan(runtime="fake", tools=TOOLS, scenarios=[CLOSED, RATE], results_root=root, grace_s=GRACE_S,
                     split=NO_SPLIT)
@@ -163,3 +165,33 @@ def test_every_run_that_ran_times_its_phases_and_meta_says_the_harness_time_arou
     # a run that never started has no phases to time
     unsupported = suite["rows"][RATE.id, "fake-ok"]
     assert "overhead_s" not in json.loads((suite["folder"] / unsupported.run_dir / "meta.json").read_text())
+
+
+class RuntimeThatFailsToStart(FakeRuntime):
+    def __enter__(self):
+        raise HarnessError("the target did not start")
+
+
+def test_a_runtime_that_fails_to_start_leaves_latest_and_its_report_where_they_were(tmp_path, monkeypatch):
+    monkeypatch.setenv("LTH_LOCK_DIR", str(tmp_path / "lock"))      # never the machine's lock
+    root = tmp_path / "results"
+    (root / "20260101T000000Z-fake" / "report").mkdir(parents=True)
+    (root / "20260101T000000Z-fake" / "report" / "index.html").write_text("the previous report")
+    (root / "latest").symlink_to("20260101T000000Z-fake")
+    plan = Plan(runtime="fake", tools=[FakeTool("ok")], scenarios=[CLOSED], results_root=root, split=NO_SPLIT)
+    with pytest.raises(HarnessError, match="the target did not start"):
+        run_suite(plan, RuntimeThatFailsToStart())
+    assert os.readlink(root / "latest") == "20260101T000000Z-fake"
+    assert (root / "latest" / "report" / "index.html").read_text() == "the previous report"
+
+
+def test_latest_moves_to_a_new_folder_with_its_first_row(tmp_path):
+    from harness.results import ResultsFolder, RunRow
+    (tmp_path / "old").mkdir()
+    (tmp_path / "latest").symlink_to("old")
+    folder = ResultsFolder.create(tmp_path, "fake")
+    folder.write_json("environment.json", {"runtime": "fake"})
+    assert os.readlink(tmp_path / "latest") == "old"
+    folder.append(RunRow(tool="t", tool_version=None, runtime="fake", scenario="s", vus=1, rtt_target_ms=0.1,
+                         duration_s=1))
+    assert os.readlink(tmp_path / "latest") == folder.path.name

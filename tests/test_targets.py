@@ -143,3 +143,12 @@ def test_asking_only_for_what_the_tool_cannot_do_exits_2_before_anything(tmp_pat
                             cwd=targets.TARGETS_DIR.parent, capture_output=True, text=True, timeout=60)
     assert result.returncode == 2 and result.stderr.startswith("error: nothing to run: h2load: keep-alive off")
     assert len(result.stderr.splitlines()) == 1 and list(tmp_path.iterdir()) == []
+
+
+def test_the_throw_away_private_key_is_readable_by_its_owner_only(tmp_path):
+    """The servers that read it start as root (Nginx's master, HAProxy, Caddy; in Docker the target container
+    runs as root too): 0600 is enough for them, and no other local user can read the key."""
+    certificate = targets.make_certificate(tmp_path / "certificate")
+    modes = {p.name: p.stat().st_mode & 0o777 for p in (certificate.cert, certificate.key, certificate.pem)}
+    assert modes == {"cert.pem": 0o644, "key.pem": 0o600, "both.pem": 0o600}
+    assert certificate.pem.read_text() == certificate.cert.read_text() + certificate.key.read_text()

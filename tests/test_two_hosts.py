@@ -54,11 +54,26 @@ def test_a_docker_context_without_ssh_is_refused_with_what_to_use(docker_context
         parse_ssh_url("no-such-context", "--generator-host")
 
 
+@pytest.mark.parametrize("text, part", [("ssh://-oProxyCommand=touch%20x", "host '-oproxycommand=touch%20x'"),
+                                        ("ssh://-oProxyCommand=x@h", "user '-oProxyCommand=x'")])
+def test_a_host_or_user_starting_with_a_dash_is_refused_in_one_line(text, part):
+    """ssh would take it as an option (-oProxyCommand=... runs a command here)."""
+    with pytest.raises(HarnessError) as refused:
+        parse_ssh_url(text, "--generator-host")
+    assert str(refused.value) == f"--generator-host {text!r}: the {part} starts with '-', which ssh would take as " \
+                                 "an option: write ssh://[user@]host[:port] with neither starting with '-'"
+
+
+def test_the_host_comes_after_a_double_dash_so_ssh_never_reads_it_as_an_option():
+    argv = SshHost("ssh://-x", "-x", "192.0.2.7").argv("true")
+    assert argv[argv.index("-x") - 1] == "--"
+
+
 def test_ssh_never_prompts_and_uses_the_given_config(monkeypatch):
     monkeypatch.delenv("LTH_SSH_CONFIG", raising=False)
     argv = SshHost("ssh://u@h", "h", "192.0.2.7", user="u", port=22).argv("echo 'a b'")
     assert argv[:1] == ["ssh"] and "BatchMode=yes" in argv and "-F" not in argv
-    assert argv[-3:] == ["h", "--", "sh -c 'echo '\"'\"'a b'\"'\"''"]
+    assert argv[-4:] == ["--", "h", "--", "sh -c 'echo '\"'\"'a b'\"'\"''"]
     monkeypatch.setenv("LTH_SSH_CONFIG", "/x/ssh_config")
     assert SshHost("ssh://h", "h", "192.0.2.7").argv("true")[1:3] == ["-F", "/x/ssh_config"]
 

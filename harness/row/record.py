@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from harness.cpus import CpuSplit
+from harness.files import write_atomic
 from harness.sampling import CpuFrame, Sample, read_csv
 
 SCHEMA_VERSION = 1   # of record.json, execution.json and the derivation; results/<run>/meta.json says which
@@ -116,7 +117,7 @@ class RunRecord:
         return CpuSplit(**{name: tuple(self.split.get(name, ())) for name in ("available", "target", "tool")})
 
     def save(self, run_dir: Path) -> None:
-        (run_dir / RECORD).write_text(json.dumps(asdict(self), indent=1, default=str) + "\n")
+        write_atomic(run_dir / RECORD, json.dumps(asdict(self), indent=1, default=str) + "\n")
 
     @classmethod
     def load(cls, run_dir: Path) -> "RunRecord":

@@ -1,0 +1,55 @@
+"""Results files written atomically (harness/files.py write_atomic): a write that fails half-way (here the disk
+full: a file size limit the writer hits) leaves the previous file whole, never a torn one that would crash
+--resume or rederive."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO
+
+OLD = {"runtime": "host", "kept": True}
+# Each writer, writing a large new content into FOLDER (argv[1]); the folder holds the old file already.
+WRITERS = {
+    "environment.json": "from harness.results import ResultsFolder\n"
+                        "ResultsFolder(folder).write_json('environment.json', big)",
+    "capacity.json": "from harness.results import ResultsFolder\n"
+                     "ResultsFolder(folder).write_json('capacity.json', big)",
+    "meta.json": "from harness.results import RunRow, write_meta\n"
+                 "write_meta(folder, RunRow(tool='t', tool_version=None, runtime='host', scenario='s', vus=1, "
+                 "rtt_target_ms=0.1, duration_s=1), big)",
+    "record.json": "from harness.row.record import RunRecord\n"
+                   "RunRecord(tool='t', runtime='host', scenario=big, repeat=1, started_at='', run_dir='s/t', "
+                   "shaper='none', cpus_target='', cpus_tool='', split={}).save(folder)",
+}
+FULL_DISK = """
+import resource, signal, sys
+from pathlib import Path
+folder = Path(sys.argv[1])
+big = {{"padding": "x" * 100_000}}
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)          # a write past the limit fails (EFBIG) instead
+resource.setrlimit(resource.RLIMIT_FSIZE, (4096, resource.RLIM_INFINITY))
+try:
+    {writer}
+except OSError as exc:
+    print("failed:", exc.strerror)
+"""
+
+
+@pytest.mark.parametrize("name", WRITERS)
+def test_a_write_that_fails_half_way_leaves_the_previous_file_whole(tmp_path, name):
+    (tmp_path / name).write_text(json.dumps(OLD))
+    script = FULL_DISK.format(writer=WRITERS[name].replace("\n", "\n    "))
+    result = subprocess.run([sys.executable, "-c", script, str(tmp_path)], cwd=REPO, capture_output=True, text=True,
+                            timeout=60)
+    assert result.stdout.strip() == "failed: File too large", result.stderr
+    assert json.loads((tmp_path / name).read_text()) == OLD
+    assert sorted(p.name for p in tmp_path.iterdir()) == [name]      # no temporary file left beside it
+
+
+def test_the_new_content_replaces_the_old_readable_by_all_by_default(tmp_path):
+    from harness.files import write_atomic
+    (tmp_path / "a.json").write_text("old")
+    write_atomic(tmp_path / "a.json", "new")
+    assert (tmp_path / "a.json").read_text() == "new" and (tmp_path / "a.json").stat().st_mode & 0o777 == 0o644
