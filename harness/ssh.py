@@ -44,7 +44,7 @@ class SshHost:
             options += ["-l", self.user]
         if self.port:
             options += ["-p", str(self.port)]
-        return ["ssh", *options, "--", self.host, "--", shlex.join(["sh", "-c", script])]
+        return ["ssh", *options, "--", self.host, shlex.join(["sh", "-c", script])]   # "--" ends the options: the command is never parsed as one
 
     def run(self, script: str, stdin: bytes | None = None, timeout: float = 60,
             check: bool = True) -> subprocess.CompletedProcess:
