@@ -390,6 +390,7 @@ class Bench:
 def opened(plan: Plan, runtime: Runtime | None = None) -> Iterator[Bench]:
     """Pre-flight, the single-instance lock, SIGTERM as an interrupt, the tools prepared, the shaper
     chosen, the results folder opened (or resumed) and the runtime entered, for as long as the suite runs."""
+    preflight.check_resume(plan)      # bad input: before the runtime is made, the pre-flight and the lock
     # The folder the tools write into, mounted into containers: a resumed one may live outside results_root.
     root = plan.resume.parent if plan.resume is not None else plan.results_root
     runtime = runtime or make_runtime(plan.runtime, root, plan.target_host, plan.generator_hosts)
