@@ -23,6 +23,8 @@ import json
 import time
 from dataclasses import asdict, dataclass
 
+from pydantic import ValidationError
+
 from harness.adapter import ToolAdapter
 from harness.capacity import Criteria, SearchResult, Step, Verdict, judge, search
 from harness.errors import HarnessError
@@ -30,7 +32,7 @@ from harness.plan import Plan
 from harness.results import ResultsFolder, RunRow
 from harness.runner import Bench, console, opened
 from harness.runtimes import Runtime
-from harness.scenarios import MAX_VUS, Scenario
+from harness.scenarios import MAX_VUS, Scenario, describe_error
 
 UNLOADED_RPS = 100
 SLO_FACTOR = 10.0
@@ -40,6 +42,8 @@ RATE_ID, UNLOADED_ID, CLOSED_ID = "capacity-rate{rate}", "capacity-unloaded-rate
 CAPACITY_JSON = "capacity.json"
 REFERENCE_TOOL = "wrk"
 CLOSED_NOTE = "closed-loop max (reference, not a sustained-rate search)"
+# The option that sets each field of the steps' scenario: a value the scenario refuses is said with its option.
+OPTION_OF_FIELD = {"duration_s": "--step-duration", "vus": "--vus", "rate_rps": "--start-rps"}
 
 
 @dataclass(frozen=True)
@@ -61,6 +65,16 @@ class Settings:
         except ValueError:
             raise HarnessError(f"--start-rps {self.start_rps}: at most {Criteria.max_rps:,} "
                                f"(and --resolution, --max-steps above 0)") from None
+        self.rate_scenario(self.start_rps)   # the options every step's scenario is made of, checked once here
+
+    def scenario(self, scenario_id: str, rate_rps: int | None) -> Scenario:
+        try:
+            return Scenario(id=scenario_id, vus=self.vus, rtt_ms=NATIVE_RTT_MS, duration_s=self.step_s,
+                            rate_rps=rate_rps)
+        except ValidationError as exc:
+            loc = exc.errors()[0]["loc"]
+            option = OPTION_OF_FIELD.get(str(loc[0]) if loc else "", "the capacity options")
+            raise HarnessError(f"{option}: {describe_error(exc, Scenario)}") from None
 
     def criteria(self, slo_p99_ms: float) -> Criteria:
         return Criteria(slo_p99_ms=slo_p99_ms, resolution=self.resolution, max_steps=self.max_steps,
@@ -69,9 +83,6 @@ class Settings:
     @property
     def unloaded_rps(self) -> int:
         return min(UNLOADED_RPS, max(1, self.start_rps // 10))
-
-    def scenario(self, scenario_id: str, rate_rps: int | None) -> Scenario:
-        return Scenario(id=scenario_id, vus=self.vus, rtt_ms=NATIVE_RTT_MS, duration_s=self.step_s, rate_rps=rate_rps)
 
     def rate_scenario(self, rate_rps: int) -> Scenario:
         return self.scenario(RATE_ID.format(rate=rate_rps), rate_rps)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
@@ -20,19 +21,35 @@ class _Parser(argparse.ArgumentParser):
         sys.exit(2)
 
 
-def _positive_int(text: str) -> int:
+MAX_REPEAT = 1000        # --repeat: more would be years of runs (and a list of every run held in memory)
+
+
+def _positive_int(text: str, at_most: int | None = None) -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be > 0, got {value}")
+    if at_most is not None and value > at_most:
+        raise argparse.ArgumentTypeError(f"must be at most {at_most:,}, got {value:,}")
     return value
+
+
+def _repeat(text: str) -> int:
+    return _positive_int(text, MAX_REPEAT)
+
+
+def _grace(text: str) -> int:
+    return _positive_int(text, scenarios.MAX_DURATION_S)
 
 
 def _absolute_path(text: str) -> Path:
     """A folder given on the command line, made absolute here, once: the runtimes hand it to tools in
     containers and on other hosts, whose working directory is not this one."""
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in text):   # a newline or escape breaks the tools' configs and logs
+        raise argparse.ArgumentTypeError(f"{text!r} holds a control character (a newline, a tab...): "
+                                         f"name a folder without one")
     return Path(text).expanduser().resolve()
 
 
@@ -50,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--duration", type=_positive_int, help="override every scenario's duration (seconds)")
     run.add_argument("--results-root", type=_absolute_path, default=REPO_ROOT / "results",
                      help="where results/<timestamp>-<runtime>/ folders go (default: results/)")
-    run.add_argument("--repeat", type=_positive_int, default=1, metavar="N",
+    run.add_argument("--repeat", type=_repeat, default=1, metavar="N",
                      help="run every (scenario, tool) N times, interleaved across tools so drift hits all alike")
     run.add_argument("--resume", type=_absolute_path, metavar="FOLDER",
                      help="continue an interrupted results folder: runs it finished ok are skipped")
@@ -89,7 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_cpus_and_grace(parser: argparse.ArgumentParser) -> None:
     """The options `run` and `capacity` share: where Nginx and the tool run, and when a hung tool is killed."""
-    parser.add_argument("--grace", type=_positive_int, metavar="SECONDS",
+    parser.add_argument("--grace", type=_grace, metavar="SECONDS",
                         help="kill a tool still running this long after its duration (default: max(30, 50%% of it))")
     parser.add_argument("--cpus-target", metavar="LIST", help="CPUs for Nginx (e.g. 0 or 0-1; default: the first half)")
     parser.add_argument("--cpus-tool", metavar="LIST",
@@ -103,6 +120,8 @@ def _positive_float(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
     if not value > 0:
         raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
     return value

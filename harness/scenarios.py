@@ -118,7 +118,7 @@ class Scenario(BaseModel):
             return Scenario.model_validate({**self.model_dump(), "duration_s": duration_s})
         except ValidationError as exc:
             raise HarnessError(f"--duration {duration_s} does not fit scenario {self.id}: "
-                               f"{_describe(exc, Scenario)}") from None
+                               f"{describe_error(exc, Scenario)}") from None
 
 
 class _Defaults(BaseModel):
@@ -140,7 +140,7 @@ class _ScenarioFile(BaseModel):
         return self
 
 
-def _describe(err: ValidationError, model: type[BaseModel], prefix: str = "") -> str:
+def describe_error(err: ValidationError, model: type[BaseModel], prefix: str = "") -> str:
     first = err.errors()[0]
     field = ".".join(str(p) for p in (prefix, *first["loc"]) if p != "")
     if first["type"] == "extra_forbidden":
@@ -203,7 +203,7 @@ def load_file(path: Path) -> list[Scenario]:
     try:
         parsed = _ScenarioFile.model_validate(raw)
     except ValidationError as exc:
-        raise HarnessError(f"{path}: {_describe(exc, _ScenarioFile)}") from None
+        raise HarnessError(f"{path}: {describe_error(exc, _ScenarioFile)}") from None
     scenarios = []
     for index, item in enumerate(parsed.scenarios):
         merged = {"duration_s": parsed.defaults.duration_s, **item} if isinstance(item, dict) else item
@@ -212,7 +212,7 @@ def load_file(path: Path) -> list[Scenario]:
         try:
             scenarios.append(Scenario.model_validate(merged))
         except ValidationError as exc:
-            raise HarnessError(f"{path}: {_describe(exc, Scenario, f'scenarios[{index}]')}") from None
+            raise HarnessError(f"{path}: {describe_error(exc, Scenario, f'scenarios[{index}]')}") from None
     return scenarios
 
 

@@ -183,3 +183,14 @@ def test_the_cpu_split_and_grace_reach_the_capacity_plan(monkeypatch):
     split, shared = planned[0].split, planned[1].split
     assert (split.target, split.tool, planned[0].grace_s) == ((0,), (1,), 7)
     assert not shared.isolated and planned[1].grace_s is None
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"step_s": 100000}, "--step-duration: duration_s: Input should be less than or equal to 86400 (got 100000)"),
+    ({"start_rps": 20_000_000}, "--start-rps 20000000: at most 1,000,000 (and --resolution, --max-steps above 0)"),
+])
+def test_a_setting_the_steps_scenario_refuses_is_one_line_naming_the_option(options, message):
+    """Not pydantic's multi-line ValidationError (a traceback, exit 1): the option and the bound, exit 2."""
+    with pytest.raises(HarnessError) as refused:
+        Settings(**options)
+    assert str(refused.value) == message
