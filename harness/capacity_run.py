@@ -143,7 +143,7 @@ class _Steps:
         self.run_dirs[rate] = row.run_dir
         step = step_of(row, rate)
         verdict = judge(step, criteria)
-        console.print("   pass" if verdict.passed else f"   fail: {', '.join(verdict.failed)}")
+        console.print("   pass" if verdict.passed else f"   fail: {', '.join(verdict.failed)}", markup=False)
         return step
 
 
@@ -230,5 +230,5 @@ def run_capacity(plan: Plan, settings: Settings, runtime: Runtime | None = None)
         for adapter in plan.tools:
             entries.append((search_tool if adapter.open_model else closed_reference)(bench, adapter, settings))
             _store(bench.folder, entries)
-            console.print(summary_line(entries[-1]))
+            console.print(summary_line(entries[-1]), markup=False)   # holds the runs' error text
     return bench.folder, entries

@@ -163,3 +163,19 @@ def test_every_run_that_ran_times_its_phases_and_meta_says_the_harness_time_arou
     # a run that never started has no phases to time
     unsupported = suite["rows"][RATE.id, "fake-ok"]
     assert "overhead_s" not in json.loads((suite["folder"] / unsupported.run_dir / "meta.json").read_text())
+
+
+def test_text_from_outside_is_printed_as_it_is_never_as_markup(tmp_path, capsys):
+    """A results path or a run's error holding `[/x]` raised rich's MarkupError mid-suite (a traceback, exit
+    status 1, the suite gone); `[bold]` in it was taken as markup."""
+    root = tmp_path / "a[/x]" / "results [bold]"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(runner, "LOCK_FILE", tmp_path / "lth.lock")
+        plan = Plan(runtime="fake", tools=[FakeTool("fail")], scenarios=[CLOSED], results_root=root, grace_s=GRACE_S,
+                    split=NO_SPLIT)
+        folder, (row,) = run_suite(plan, FakeRuntime({}))
+        row.error = "the tool said [/x] then [bold]loud[/bold]"
+        runner._summarise(row, 2)
+    out = capsys.readouterr().out
+    assert f"results: {folder.path}\n" in out and str(root) in str(folder.path)
+    assert "   failed: the tool said [/x] then [bold]loud[/bold]\n" in out
