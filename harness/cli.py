@@ -11,13 +11,14 @@ from harness.cleanup import clean_state
 from harness.cpus import CpuSplit, choose_split
 from harness.errors import HarnessError
 from harness.runner import Plan, run_suite
-from harness.runtimes import RUNTIMES
+from harness.runtimes import GENERATORS_NEED_A_TARGET_HOST, RUNTIMES
 from harness.shaping import SHAPERS
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one line, not a usage dump
-        sys.stderr.write(f"error: {message} (see `python -m harness {self.prog.split()[-1]} --help`)\n")
+        command = " ".join(["python -m harness", *self.prog.split()[1:], "--help"])   # prog: "harness run"
+        sys.stderr.write(f"error: {message} (see `{command}`)\n")
         sys.exit(2)
 
 
@@ -191,6 +192,8 @@ def _generator_hosts(text: str | None) -> tuple[str, ...]:
 
 def _run(args: argparse.Namespace) -> int:
     generators = _generator_hosts(args.generator_host)
+    if generators and not args.target_host:
+        raise HarnessError(GENERATORS_NEED_A_TARGET_HOST)
     if generators and (args.capture or args.keep_pcap):
         raise HarnessError("--capture records packets on this machine's side of the link; with --generator-host the "
                            "tools run elsewhere: leave out --capture (or run the harness on the generator host)")

@@ -264,7 +264,8 @@ def read_environment(folder: Path) -> dict:
     if not path.is_file():
         raise HarnessError(f"cannot resume {folder}: not a results folder (no {ENVIRONMENT_JSON})")
     try:
-        environment = json.loads(path.read_bytes())
+        text = path.read_bytes()
+        environment = json.loads(text) if text.strip() else _empty(folder)
     except (OSError, ValueError) as exc:   # ValueError: not JSON, or not UTF-8
         raise HarnessError(f"cannot resume {folder}: its {ENVIRONMENT_JSON} is unreadable ({exc}); "
                            f"start a new results folder (leave out --resume)") from None
@@ -272,6 +273,11 @@ def read_environment(folder: Path) -> dict:
         raise HarnessError(f"cannot resume {folder}: its {ENVIRONMENT_JSON} holds a {type(environment).__name__}, "
                            f"not a mapping; start a new results folder (leave out --resume)")
     return environment
+
+
+def _empty(folder: Path) -> dict:
+    raise HarnessError(f"cannot resume {folder}: its {ENVIRONMENT_JSON} is empty (the run that made it was stopped "
+                       f"while writing it?); start a new results folder (leave out --resume)")
 
 
 def write_meta(run_dir: Path, row: RunRow, extra: dict) -> None:

@@ -136,19 +136,27 @@ class _ScenarioFile(BaseModel):
         ids = [s.get("id") for s in self.scenarios]
         duplicates = sorted({str(i) for i in ids if ids.count(i) > 1})
         if duplicates:
-            raise ValueError(f"duplicate scenario id(s) {', '.join(duplicates)}")
+            raise ValueError(f"duplicate scenario id(s) {', '.join(duplicates)}: give each scenario its own id")
         return self
 
 
 def describe_error(err: ValidationError, model: type[BaseModel], prefix: str = "") -> str:
-    first = err.errors()[0]
+    """pydantic's first error as one line: the field, what is wrong, the value given. An unknown field comes
+    first: a typo (`rtt:`) also makes the real field (`rtt_ms`) missing, and the typo is the cause."""
+    errors = err.errors()
+    first = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
     field = ".".join(str(p) for p in (prefix, *first["loc"]) if p != "")
     if first["type"] == "extra_forbidden":
-        return f"{field}: unknown field; allowed: {', '.join(model.model_fields)}"
+        owner = _Defaults if model is _ScenarioFile and first["loc"][:1] == ("defaults",) else model
+        return f"{field}: unknown field; allowed: {', '.join(owner.model_fields)}"
     got = first.get("input")
-    got_text = f" (got {got!r})" if not isinstance(got, (dict, list)) else ""
+    got_text = f" (got {_shortened(repr(got))})" if not isinstance(got, (dict, list)) else ""
     message = first["msg"].removeprefix("Value error, ")
     return f"{field or 'file'}: {message}{got_text}"
+
+
+def _shortened(text: str, at_most: int = 80) -> str:
+    return text if len(text) <= at_most else text[:at_most - 3] + "..."
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):

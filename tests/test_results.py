@@ -124,7 +124,7 @@ def test_a_redone_run_starts_in_an_empty_folder_and_keeps_the_other_repeats(tmp_
 
 
 @pytest.mark.parametrize("content, message", [
-    ("", "its environment.json is unreadable"), ("[]", "its environment.json holds a list, not a mapping"),
+    ("", "its environment.json is empty"), ("[]", "its environment.json holds a list, not a mapping"),
     ("\xff", "its environment.json is unreadable"), ('"host"', "holds a str"),
 ])
 def test_resuming_a_folder_with_a_broken_environment_json_is_one_line(tmp_path, content, message):
