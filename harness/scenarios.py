@@ -192,13 +192,20 @@ def _read_yaml(path: Path) -> object:
     try:
         return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark else ""
-        raise HarnessError(f"{path}: malformed YAML{where}: {getattr(exc, 'problem', None) or exc}") from None
+        raise HarnessError(f"{path}: malformed YAML{_yaml_problem(exc)}") from None
     except ValueError as exc:   # a plain scalar PyYAML reads as an impossible date: 2024-13-45
         raise HarnessError(f"{path}: malformed YAML: {exc} (quote the value if it is text)") from None
     except RecursionError:
         raise HarnessError(f"{path}: YAML nested too deeply to be a scenario file (see scenarios/)") from None
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    """`` at line N: what``, on one line (PyYAML's own text spans several, with the snippet)."""
+    if isinstance(exc, yaml.reader.ReaderError):   # a character YAML does not allow, found before parsing
+        return f": character {exc.character!r} at offset {exc.position} is not allowed in YAML"
+    mark = getattr(exc, "problem_mark", None)
+    where = f" at line {mark.line + 1}" if mark else ""
+    return f"{where}: {' '.join(str(getattr(exc, 'problem', None) or exc).split())}"
 
 
 def load_file(path: Path) -> list[Scenario]:
