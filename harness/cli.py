@@ -8,8 +8,9 @@ from pathlib import Path
 
 from harness import REPO_ROOT, capabilities, registry, scenarios, targets
 from harness.cleanup import clean_state
-from harness.cpus import CpuSplit, choose_split
+from harness.cpus import NO_SPLIT, CpuSplit, choose_split
 from harness.errors import HarnessError
+from harness.results import ResultsFolder
 from harness.runner import Plan, run_suite
 from harness.runtimes import GENERATORS_NEED_A_TARGET_HOST, RUNTIMES
 from harness.shaping import SHAPERS
@@ -190,19 +191,35 @@ def _generator_hosts(text: str | None) -> tuple[str, ...]:
     return hosts
 
 
-def _run(args: argparse.Namespace) -> int:
+def _plan(args: argparse.Namespace, split: CpuSplit | None = None) -> Plan:
+    """`run`'s plan, every input checked (one-line HarnessError) before anything starts; ``split``: the CPU
+    split, chosen last by default (with --generator-host it asks the hosts)."""
     generators = _generator_hosts(args.generator_host)
     if generators and not args.target_host:
         raise HarnessError(GENERATORS_NEED_A_TARGET_HOST)
     if generators and (args.capture or args.keep_pcap):
         raise HarnessError("--capture records packets on this machine's side of the link; with --generator-host the "
                            "tools run elsewhere: leave out --capture (or run the harness on the generator host)")
-    plan = Plan(runtime=args.runtime, tools=registry.select(args.tools),
-                scenarios=scenarios.select(args.scenarios, args.duration), results_root=args.results_root,
+    tools, chosen = registry.select(args.tools), scenarios.select(args.scenarios, args.duration)
+    return Plan(runtime=args.runtime, tools=tools, scenarios=chosen, results_root=args.results_root,
                 shaper=args.shaper, resume=args.resume, force=args.force, grace_s=args.grace,
                 allow_external_target=args.allow_external_target, repeat=args.repeat,
                 capture=args.capture or args.keep_pcap, keep_pcap=args.keep_pcap,
-                target_host=args.target_host, generator_hosts=generators, split=_split(args))
+                target_host=args.target_host, generator_hosts=generators, split=split or _split(args))
+
+
+def check_run_arguments(run_args: list[str]) -> None:
+    """`run`'s arguments checked as `run` checks them, running nothing: harness.lab calls it before it makes
+    its hosts, and adds --target-host and --generator-host (theirs) itself."""
+    args = build_parser().parse_args(["run", *run_args, "--target-host", "ssh://lab-target",
+                                      "--generator-host", "ssh://lab-generator"])
+    plan = _plan(args, NO_SPLIT)
+    if plan.resume is not None:
+        ResultsFolder.open(plan.resume, plan.runtime)
+
+
+def _run(args: argparse.Namespace) -> int:
+    plan = _plan(args)
     folder, rows = run_suite(plan)
     # An unsupported run is a declared answer (the tool cannot do what the scenario asks), not a failure.
     unsupported = [r for r in rows if r.status == "unsupported"]

@@ -8,8 +8,9 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 
-# Where a suite starts, in the order `runner.opened` reaches them: bad input is refused before the first.
-GUARDED = (("harness.runner", "make_runtime"), ("harness.preflight", "check"),
+# Where a suite starts, in the order `runner.opened` reaches them (and the lab's hosts, made before its
+# suite): bad input is refused before the first.
+GUARDED = (("harness.lab", "lab"), ("harness.runner", "make_runtime"), ("harness.preflight", "check"),
            ("harness.runner", "_single_instance"), ("harness.results", "ResultsFolder.create"))
 
 

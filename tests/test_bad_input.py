@@ -7,6 +7,7 @@ import re
 import shlex
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -56,8 +57,12 @@ def snapshot(root: Path) -> list[tuple]:
 
 
 def exit_status(argv: list[str]) -> int:
+    return exit_status_of(lambda: main(argv))
+
+
+def exit_status_of(command: Callable[[], int]) -> int:
     try:
-        return main(argv)
+        return command()
     except SystemExit as exc:     # argparse's one line (harness.cli._Parser.error)
         return exc.code
 
@@ -85,6 +90,25 @@ def test_bad_input_gets_exit_2_and_one_line_and_starts_nothing(number, command, 
     assert status == 2 and len(lines) == 1 and lines[0].startswith("error: "), out + err
     assert [f for f in fragments if f not in lines[0]] == [], lines[0]
     assert snapshot(results_root) == before
+
+
+@pytest.mark.parametrize("run_args, fragment", [
+    (["--tools", "bombardier,bombardier"], "bombardier is named twice"),
+    (["--scenarios", "tests/fixtures/bad-input/duplicate-key.yaml"], "key 'vus' is given twice"),
+    (["--resume", "tests/fixtures/bad-input/resume-list"], "holds a list, not a mapping"),
+    (["--capture"], "leave out --capture"),
+    (["--duration", "ten"], "argument --duration: must be a whole number"),
+])
+def test_the_lab_refuses_bad_run_arguments_before_it_makes_its_hosts(run_args, fragment, monkeypatch, capsys):
+    """make bench-lab: `python -m harness.lab -- RUN ARGS` made its namespaces, sshd and engines first, and only
+    then ran the harness that refused the arguments."""
+    from harness import lab
+    no_real_run.install(monkeypatch.setattr)
+    monkeypatch.chdir(REPO)
+    status = exit_status_of(lambda: lab.main(["--generators", "1", "--", *run_args]))
+    out, err = capsys.readouterr()
+    lines = (out + err).strip().splitlines()
+    assert status == 2 and len(lines) == 1 and fragment in lines[0], out + err
 
 
 GUARDED_PY = f"{sys.executable} {REPO / 'tests' / 'guarded_python.py'}"
