@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass
 
 from pydantic import ValidationError
 
+from harness import preflight
 from harness.adapter import ToolAdapter
 from harness.capacity import Criteria, SearchResult, Step, Verdict, judge, search
 from harness.errors import HarnessError
@@ -100,8 +101,9 @@ def check_resume(folder: ResultsFolder, settings: Settings) -> None:
     """A resumed folder's steps must have run with the same --vus and --step-duration: its rows stand
     in for runs with these settings."""
     for row in folder.rows():
-        if row["scenario"].startswith("capacity-") and (int(row["vus"]), int(row["duration_s"])) != (
-                settings.vus, settings.step_s):
+        # Compared as runs.csv writes them: a cell that is no number (a hand-edited file) is a mismatch, not a crash.
+        if row["scenario"].startswith("capacity-") and (row["vus"], row["duration_s"]) != (
+                str(settings.vus), str(settings.step_s)):
             raise HarnessError(f"cannot resume {folder.path} with --vus {settings.vus} --step-duration "
                                f"{settings.step_s}: its steps ran with --vus {row['vus']} --step-duration "
                                f"{row['duration_s']}; resume with those, or start a new results folder")
@@ -224,6 +226,7 @@ def run_capacity(plan: Plan, settings: Settings, runtime: Runtime | None = None)
     other in one suite; ``runtime``: one made already (the tests'), by default plan.runtime's."""
     check_tools(plan.tools)
     if plan.resume is not None:
+        preflight.check_resume(plan)
         check_resume(ResultsFolder(plan.resume), settings)
     entries: list[dict] = []
     with opened(plan, runtime) as bench:

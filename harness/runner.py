@@ -246,8 +246,9 @@ def _part(session: Session, target: Target, adapter: ToolAdapter, vus: int, rate
     shaping = run_dir / part_folder / "shaping.json"
     part.shaping = json.loads(shaping.read_text()) if shaping.is_file() else None
     if not rtt_ok(part.rtt_measured_ms, rtt_ms):
-        console.print(f"   [yellow]warning[/]: measured RTT {part.rtt_measured_ms:.2f} ms from {escape(session.where)} misses "
-                      f"the target {rtt_ms} ms by more than max(10%, 0.5 ms); row flagged rtt_ok=false")
+        console.print(f"   [yellow]warning[/]: measured RTT {part.rtt_measured_ms:.2f} ms from "
+                      f"{escape(session.where)} misses the target {rtt_ms} ms by more than max(10%, 0.5 ms); "
+                      f"row flagged rtt_ok=false")
     return part
 
 
@@ -410,8 +411,8 @@ def opened(plan: Plan, runtime: Runtime | None = None) -> Iterator[Bench]:
             console.print(MISSING, markup=False)
         previous_latest = _latest(plan.results_root)
         folder, finished = _open_folder(plan)
-        console.print(f"results: {folder.path}" + (f" (resuming: {len(finished)} finished runs kept)" if plan.resume else ""),
-                      markup=False)
+        resuming = f" (resuming: {len(finished)} finished runs kept)" if plan.resume else ""
+        console.print(f"results: {folder.path}{resuming}", markup=False)
         if plan.resume is None:
             folder.write_json("environment.json", environment.collect(
                 {"runtime": plan.runtime, "shaper": shaper.kind, "shaper_reason": shaper.reason,

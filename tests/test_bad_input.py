@@ -148,14 +148,16 @@ FIELDS = ["id", "vus", "rtt_ms", "duration_s", "rate_rps", "closed_model_tools",
 # codec tables (seconds on a first run).
 characters = st.characters(exclude_categories=("Cs",))
 scalars = st.one_of(st.none(), st.booleans(), st.integers(-10**12, 10**12), st.floats(allow_nan=True),
-                    st.text(characters, max_size=12), st.sampled_from(["50", ".nan", "0..1000", "runs.csv", "latest", "nginx",
-                                                           "unsupported", "run", "2024-13-45", "1e999", "-0"]))
+                    st.text(characters, max_size=12),
+                    st.sampled_from(["50", ".nan", "0..1000", "runs.csv", "latest", "nginx", "unsupported", "run",
+                                     "2024-13-45", "1e999", "-0"]))
 values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=3)
                       | st.dictionaries(st.sampled_from(FIELDS), inner, max_size=3), max_leaves=6)
 scenario = st.dictionaries(st.sampled_from(FIELDS[:12]), values, max_size=8)
 documents = st.one_of(
     st.builds(lambda items, defaults: {"scenarios": items, **({"defaults": defaults} if defaults else {})},
-              st.lists(scenario, max_size=4), st.none() | st.dictionaries(st.sampled_from(["duration_s", "x"]), values)),
+              st.lists(scenario, max_size=4),
+              st.none() | st.dictionaries(st.sampled_from(["duration_s", "x"]), values)),
     st.dictionaries(st.sampled_from(FIELDS), values, max_size=3),
     values,
 )
