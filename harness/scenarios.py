@@ -133,8 +133,9 @@ class _ScenarioFile(BaseModel):
 
     @model_validator(mode="after")
     def _unique_ids(self) -> "_ScenarioFile":
-        ids = [s.get("id") for s in self.scenarios]
-        duplicates = sorted({str(i) for i in ids if ids.count(i) > 1})
+        # Text ids only: another type is refused by the id field, and an alias-built one could be huge to print.
+        ids = [s.get("id") for s in self.scenarios if isinstance(s.get("id"), str)]
+        duplicates = sorted({i for i in ids if ids.count(i) > 1})
         if duplicates:
             raise ValueError(f"duplicate scenario id(s) {', '.join(duplicates)}: give each scenario its own id")
         return self
