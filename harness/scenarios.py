@@ -170,8 +170,8 @@ class _UniqueKeyLoader(yaml.SafeLoader):
                 continue
             key = self.construct_object(key_node, deep=True)
             if isinstance(key, Hashable) and key in seen:
-                raise yaml.constructor.ConstructorError(None, None, f"key {key!r} is given twice: keep one",
-                                                        key_node.start_mark)
+                twice = f"key {_shortened(repr(key))} is given twice: keep one"
+                raise yaml.constructor.ConstructorError(None, None, twice, key_node.start_mark)
             if isinstance(key, Hashable):
                 seen.add(key)
         return super().construct_mapping(node, deep)
