@@ -186,6 +186,10 @@ class ToolAdapter(ABC):
     keepalive_off: ClassVar[bool | str] = "not wired in this adapter yet"
     tls: ClassVar[bool | str] = "not wired in this adapter yet"
 
+    def folder_problem(self, folder: Path) -> str | None:
+        """Why the tool cannot write its output under ``folder`` (None: it can); said before the suite starts."""
+        return None
+
     def variants(self) -> list["ToolAdapter"]:
         """Named variants that appear as separate tools (e.g. locust and locust-http).
         Override to return several configured instances; each needs its own ``name``."""

@@ -23,6 +23,9 @@ import json
 import time
 from dataclasses import asdict, dataclass
 
+from pydantic import ValidationError
+
+from harness import preflight
 from harness.adapter import ToolAdapter
 from harness.capacity import Criteria, SearchResult, Step, Verdict, judge, search
 from harness.errors import HarnessError
@@ -30,7 +33,7 @@ from harness.plan import Plan
 from harness.results import ResultsFolder, RunRow
 from harness.runner import Bench, console, opened
 from harness.runtimes import Runtime
-from harness.scenarios import MAX_VUS, Scenario
+from harness.scenarios import MAX_VUS, Scenario, describe_error
 
 UNLOADED_RPS = 100
 SLO_FACTOR = 10.0
@@ -40,6 +43,8 @@ RATE_ID, UNLOADED_ID, CLOSED_ID = "capacity-rate{rate}", "capacity-unloaded-rate
 CAPACITY_JSON = "capacity.json"
 REFERENCE_TOOL = "wrk"
 CLOSED_NOTE = "closed-loop max (reference, not a sustained-rate search)"
+# The option that sets each field of the steps' scenario: a value the scenario refuses is said with its option.
+OPTION_OF_FIELD = {"duration_s": "--step-duration", "vus": "--vus", "rate_rps": "--start-rps"}
 
 
 @dataclass(frozen=True)
@@ -61,6 +66,16 @@ class Settings:
         except ValueError:
             raise HarnessError(f"--start-rps {self.start_rps}: at most {Criteria.max_rps:,} "
                                f"(and --resolution, --max-steps above 0)") from None
+        self.rate_scenario(self.start_rps)   # the options every step's scenario is made of, checked once here
+
+    def scenario(self, scenario_id: str, rate_rps: int | None) -> Scenario:
+        try:
+            return Scenario(id=scenario_id, vus=self.vus, rtt_ms=NATIVE_RTT_MS, duration_s=self.step_s,
+                            rate_rps=rate_rps)
+        except ValidationError as exc:
+            loc = exc.errors()[0]["loc"]
+            option = OPTION_OF_FIELD.get(str(loc[0]) if loc else "", "the capacity options")
+            raise HarnessError(f"{option}: {describe_error(exc, Scenario)}") from None
 
     def criteria(self, slo_p99_ms: float) -> Criteria:
         return Criteria(slo_p99_ms=slo_p99_ms, resolution=self.resolution, max_steps=self.max_steps,
@@ -69,9 +84,6 @@ class Settings:
     @property
     def unloaded_rps(self) -> int:
         return min(UNLOADED_RPS, max(1, self.start_rps // 10))
-
-    def scenario(self, scenario_id: str, rate_rps: int | None) -> Scenario:
-        return Scenario(id=scenario_id, vus=self.vus, rtt_ms=NATIVE_RTT_MS, duration_s=self.step_s, rate_rps=rate_rps)
 
     def rate_scenario(self, rate_rps: int) -> Scenario:
         return self.scenario(RATE_ID.format(rate=rate_rps), rate_rps)
@@ -89,8 +101,9 @@ def check_resume(folder: ResultsFolder, settings: Settings) -> None:
     """A resumed folder's steps must have run with the same --vus and --step-duration: its rows stand
     in for runs with these settings."""
     for row in folder.rows():
-        if row["scenario"].startswith("capacity-") and (int(row["vus"]), int(row["duration_s"])) != (
-                settings.vus, settings.step_s):
+        # Compared as runs.csv writes them: a cell that is no number (a hand-edited file) is a mismatch, not a crash.
+        if row["scenario"].startswith("capacity-") and (row["vus"], row["duration_s"]) != (
+                str(settings.vus), str(settings.step_s)):
             raise HarnessError(f"cannot resume {folder.path} with --vus {settings.vus} --step-duration "
                                f"{settings.step_s}: its steps ran with --vus {row['vus']} --step-duration "
                                f"{row['duration_s']}; resume with those, or start a new results folder")
@@ -132,7 +145,7 @@ class _Steps:
         self.run_dirs[rate] = row.run_dir
         step = step_of(row, rate)
         verdict = judge(step, criteria)
-        console.print("   pass" if verdict.passed else f"   fail: {', '.join(verdict.failed)}")
+        console.print("   pass" if verdict.passed else f"   fail: {', '.join(verdict.failed)}", markup=False)
         return step
 
 
@@ -213,11 +226,12 @@ def run_capacity(plan: Plan, settings: Settings, runtime: Runtime | None = None)
     other in one suite; ``runtime``: one made already (the tests'), by default plan.runtime's."""
     check_tools(plan.tools)
     if plan.resume is not None:
+        preflight.check_resume(plan)
         check_resume(ResultsFolder(plan.resume), settings)
     entries: list[dict] = []
     with opened(plan, runtime) as bench:
         for adapter in plan.tools:
             entries.append((search_tool if adapter.open_model else closed_reference)(bench, adapter, settings))
             _store(bench.folder, entries)
-            console.print(summary_line(entries[-1]))
+            console.print(summary_line(entries[-1]), markup=False)   # holds the runs' error text
     return bench.folder, entries

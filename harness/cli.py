@@ -2,16 +2,18 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
 from harness import REPO_ROOT, capabilities, registry, scenarios, targets
 from harness.cleanup import clean_state
-from harness.cpus import CpuSplit, choose_split
+from harness.cpus import NO_SPLIT, CpuSplit, choose_split
 from harness.errors import HarnessError
 from harness.lock import TESTHOST, acquire, wait_s
+from harness.results import ResultsFolder
 from harness.runner import Plan, run_suite
-from harness.runtimes import RUNTIMES
+from harness.runtimes import GENERATORS_NEED_A_TARGET_HOST, RUNTIMES
 from harness.shaping import SHAPERS
 
 
@@ -20,23 +22,40 @@ LOCKING_COMMANDS = ("run", "capacity", "clean-state")     # the ones that take t
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one line, not a usage dump
-        sys.stderr.write(f"error: {message} (see `python -m harness {self.prog.split()[-1]} --help`)\n")
+        command = " ".join(["python -m harness", *self.prog.split()[1:], "--help"])   # prog: "harness run"
+        sys.stderr.write(f"error: {message} (see `{command}`)\n")
         sys.exit(2)
 
 
-def _positive_int(text: str) -> int:
+MAX_REPEAT = 1000        # --repeat: more would be years of runs (and a list of every run held in memory)
+
+
+def _positive_int(text: str, at_most: int | None = None) -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be > 0, got {value}")
+    if at_most is not None and value > at_most:
+        raise argparse.ArgumentTypeError(f"must be at most {at_most:,}, got {value:,}")
     return value
+
+
+def _repeat(text: str) -> int:
+    return _positive_int(text, MAX_REPEAT)
+
+
+def _grace(text: str) -> int:
+    return _positive_int(text, scenarios.MAX_DURATION_S)
 
 
 def _absolute_path(text: str) -> Path:
     """A folder given on the command line, made absolute here, once: the runtimes hand it to tools in
     containers and on other hosts, whose working directory is not this one."""
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in text):   # a newline or escape breaks the tools' configs and logs
+        raise argparse.ArgumentTypeError(f"{text!r} holds a control character (a newline, a tab...): "
+                                         f"name a folder without one")
     return Path(text).expanduser().resolve()
 
 
@@ -54,7 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--duration", type=_positive_int, help="override every scenario's duration (seconds)")
     run.add_argument("--results-root", type=_absolute_path, default=REPO_ROOT / "results",
                      help="where results/<timestamp>-<runtime>/ folders go (default: results/)")
-    run.add_argument("--repeat", type=_positive_int, default=1, metavar="N",
+    run.add_argument("--repeat", type=_repeat, default=1, metavar="N",
                      help="run every (scenario, tool) N times, interleaved across tools so drift hits all alike")
     run.add_argument("--resume", type=_absolute_path, metavar="FOLDER",
                      help="continue an interrupted results folder: runs it finished ok are skipped")
@@ -93,7 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_cpus_and_grace(parser: argparse.ArgumentParser) -> None:
     """The options `run` and `capacity` share: where Nginx and the tool run, and when a hung tool is killed."""
-    parser.add_argument("--grace", type=_positive_int, metavar="SECONDS",
+    parser.add_argument("--grace", type=_grace, metavar="SECONDS",
                         help="kill a tool still running this long after its duration (default: max(30, 50%% of it))")
     parser.add_argument("--cpus-target", metavar="LIST", help="CPUs for Nginx (e.g. 0 or 0-1; default: the first half)")
     parser.add_argument("--cpus-tool", metavar="LIST",
@@ -107,6 +126,8 @@ def _positive_float(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
     if not value > 0:
         raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
     return value
@@ -174,17 +195,35 @@ def _generator_hosts(text: str | None) -> tuple[str, ...]:
     return hosts
 
 
-def _run(args: argparse.Namespace) -> int:
+def _plan(args: argparse.Namespace, split: CpuSplit | None = None) -> Plan:
+    """`run`'s plan, every input checked (one-line HarnessError) before anything starts; ``split``: the CPU
+    split, chosen last by default (with --generator-host it asks the hosts)."""
     generators = _generator_hosts(args.generator_host)
+    if generators and not args.target_host:
+        raise HarnessError(GENERATORS_NEED_A_TARGET_HOST)
     if generators and (args.capture or args.keep_pcap):
         raise HarnessError("--capture records packets on this machine's side of the link; with --generator-host the "
                            "tools run elsewhere: leave out --capture (or run the harness on the generator host)")
-    plan = Plan(runtime=args.runtime, tools=registry.select(args.tools),
-                scenarios=scenarios.select(args.scenarios, args.duration), results_root=args.results_root,
+    tools, chosen = registry.select(args.tools), scenarios.select(args.scenarios, args.duration)
+    return Plan(runtime=args.runtime, tools=tools, scenarios=chosen, results_root=args.results_root,
                 shaper=args.shaper, resume=args.resume, force=args.force, grace_s=args.grace,
                 allow_external_target=args.allow_external_target, repeat=args.repeat,
                 capture=args.capture or args.keep_pcap, keep_pcap=args.keep_pcap,
-                target_host=args.target_host, generator_hosts=generators, split=_split(args))
+                target_host=args.target_host, generator_hosts=generators, split=split or _split(args))
+
+
+def check_run_arguments(run_args: list[str]) -> None:
+    """`run`'s arguments checked as `run` checks them, running nothing: harness.lab calls it before it makes
+    its hosts, and adds --target-host and --generator-host (theirs) itself."""
+    args = build_parser().parse_args(["run", *run_args, "--target-host", "ssh://lab-target",
+                                      "--generator-host", "ssh://lab-generator"])
+    plan = _plan(args, NO_SPLIT)
+    if plan.resume is not None:
+        ResultsFolder.open(plan.resume, plan.runtime)
+
+
+def _run(args: argparse.Namespace) -> int:
+    plan = _plan(args)
     folder, rows = run_suite(plan)
     # An unsupported run is a declared answer (the tool cannot do what the scenario asks), not a failure.
     unsupported = [r for r in rows if r.status == "unsupported"]

@@ -14,18 +14,33 @@ from dataclasses import dataclass
 from harness.errors import HarnessError
 
 
-def parse_cpus(text: str) -> tuple[int, ...]:
+# Linux's own ceiling (NR_CPUS at most 8192): a larger CPU number is a typo, refused before a range is expanded.
+MAX_CPU = 8191
+
+
+def parse_cpus(text: str, name: str = "CPU list") -> tuple[int, ...]:
     """A CPU list as taskset/cpuset write it: ``0``, ``0-3``, ``0,2-3``."""
     cpus: set[int] = set()
-    try:
-        for part in filter(None, (p.strip() for p in text.split(","))):
-            low, _, high = part.partition("-")
-            cpus.update(range(int(low), int(high or low) + 1))
-    except ValueError:
-        raise HarnessError(f"bad CPU list {text!r}: write it like 0, 0-3 or 0,2-3") from None
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        low, high = _cpu_range(part, text, name)
+        cpus.update(range(low, high + 1))
     if not cpus:
-        raise HarnessError(f"bad CPU list {text!r}: it names no CPU")
+        raise HarnessError(f"{name} {text!r} names no CPU: write it like 0, 0-3 or 0,2-3")
     return tuple(sorted(cpus))
+
+
+def _cpu_range(part: str, text: str, name: str) -> tuple[int, int]:
+    low_text, _, high_text = part.partition("-")
+    try:
+        low, high = int(low_text), int(high_text or low_text)
+    except ValueError:
+        raise HarnessError(f"{name} {text!r} is not a CPU list: write it like 0, 0-3 or 0,2-3") from None
+    if high > MAX_CPU:
+        raise HarnessError(f"{name} {text!r}: CPU {high} is beyond any machine's (at most {MAX_CPU}); "
+                           f"name CPUs this machine has (nproc)")
+    if low > high:
+        raise HarnessError(f"{name} {text!r}: the range {part} runs backwards: write the lower CPU first")
+    return low, high
 
 
 def format_cpus(cpus: tuple[int, ...]) -> str:
@@ -101,8 +116,8 @@ def choose_split(isolation: bool = True, target: str | None = None, tool: str | 
         return CpuSplit(available, reason="isolation turned off: target and tool share every CPU")
     if len(available) < 2 and not (target or tool):
         return CpuSplit(available, reason=f"only {len(available)} CPU available: no isolation possible")
-    target_set = parse_cpus(target) if target else None
-    tool_set = parse_cpus(tool) if tool else None
+    target_set = parse_cpus(target, "--cpus-target") if target else None
+    tool_set = parse_cpus(tool, "--cpus-tool") if tool else None
     for name, cpus in (("--cpus-target", target_set), ("--cpus-tool", tool_set)):
         outside = set(cpus or ()) - set(available)
         if outside:

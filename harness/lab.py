@@ -273,6 +273,8 @@ def main(argv: list[str]) -> int:
     the tools on N test hosts and Nginx on one more, all made here for the run (make bench-lab)."""
     import argparse
     import sys
+
+    from harness.cli import check_run_arguments
     parser = argparse.ArgumentParser(prog="harness.lab")
     parser.add_argument("--generators", type=int, default=1, choices=range(1, MAX_HOSTS))
     parser.add_argument("--docker", action="store_true", help="give every test host its own Docker engine")
@@ -280,6 +282,7 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     run_args = args.run_args[1:] if args.run_args[:1] == ["--"] else args.run_args
     try:
+        check_run_arguments(run_args)     # bad input: one line, before any namespace or engine is made
         with lab(args.generators + 1, docker=args.docker) as hosts:
             *generators, target = hosts
             env = {**os.environ, "LTH_SSH_CONFIG": str(target.ssh_config)}

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from harness.adapter import ToolAdapter
 from harness.cpus import CpuSplit, choose_split
+from harness.errors import HarnessError
 from harness.scenarios import Scenario
 
 
@@ -32,6 +33,15 @@ class Plan:
             path = getattr(self, name)
             if path is not None and not path.is_absolute():   # tools in containers/on other hosts would miss it
                 raise ValueError(f"Plan.{name} must be absolute (resolve it where it enters), got {path}")
+        self._check_folder_for_tools()
+
+    def _check_folder_for_tools(self) -> None:
+        """Bad input, said before anything starts: a results folder one of the tools cannot write under."""
+        folder, option = (self.resume, "--resume") if self.resume is not None else (self.results_root, "--results-root")
+        for tool in self.tools:
+            if problem := tool.folder_problem(folder):
+                raise HarnessError(f"{option} {folder}: {problem}: choose a folder of letters, digits and ._-/ "
+                                   f"or leave out {tool.name}")
 
     @property
     def runs(self) -> list[tuple[Scenario, ToolAdapter, int]]:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from harness import capabilities, targets
 from harness.errors import HarnessError
-from harness.results import ResultsFolder
+from harness.results import ResultsFolder, read_environment
 from harness.ssh import parse_ssh_url
 from harness.targets import Setup
 
@@ -62,18 +62,19 @@ def _ephemeral_ports(max_vus: int) -> str | None:
     return None
 
 
-def _resumable(plan: "Plan") -> str | None:
-    """A wrong --resume is bad input: said before the suite waits for another run's lock."""
-    try:
-        ResultsFolder.open(plan.resume, plan.runtime)
-    except HarnessError as exc:
-        return str(exc)
-    return _other_target(plan)
+def check_resume(plan: "Plan") -> None:
+    """A wrong --resume is bad input: said before the runtime is made, the pre-flight and the lock."""
+    if plan.resume is None:
+        return
+    ResultsFolder.open(plan.resume, plan.runtime)
+    if problem := _other_target(plan):
+        raise HarnessError(problem)
 
 
 def _other_target(plan: "Plan") -> str | None:
     """The runs a resume adds must hit the target the folder's finished runs hit (--target-host)."""
-    recorded = json.loads((plan.resume / "environment.json").read_text()).get("target_host") or {}
+    recorded = read_environment(plan.resume).get("target_host")
+    recorded = recorded if isinstance(recorded, dict) else {}
     asked = parse_ssh_url(plan.target_host).address if plan.target_host else None
     if recorded.get("address") == asked:
         return None
@@ -114,8 +115,7 @@ def _nothing_supported(plan: "Plan") -> str | None:
 
 def check(plan: "Plan", runtime: "Runtime") -> None:
     max_vus = max(s.vus for s in plan.scenarios)
-    if plan.resume is not None and (problem := _resumable(plan)):
-        raise HarnessError(problem)
+    check_resume(plan)
     root = plan.resume or plan.results_root
     problems = [p for p in (_writable(root), _open_files(max_vus), _ephemeral_ports(max_vus)) if p]
     if not problems:

@@ -52,9 +52,15 @@ def discover(tools_dir: Path = TOOLS_DIR) -> dict[str, ToolAdapter]:
 def select(names: str | None, tools_dir: Path = TOOLS_DIR) -> list[ToolAdapter]:
     """Resolve a comma-separated list of tool ids (None or 'all' = every tool)."""
     available = discover(tools_dir)
-    if not names or names == "all":
+    if names is None or names == "all":
         return list(available.values())
     wanted = [n.strip() for n in names.split(",") if n.strip()]
+    if not wanted:
+        raise HarnessError(f"--tools {names!r} names no tool: give tool ids (python -m harness list-tools) or 'all'")
+    twice = sorted({n for n in wanted if wanted.count(n) > 1})
+    if twice:   # a second run of the pair would empty the first one's folder
+        raise HarnessError(f"--tools {names}: {', '.join(twice)} is named twice; name each tool once "
+                           f"(--repeat N runs every tool N times)")
     unknown = [n for n in wanted if n not in available]
     if unknown:
         raise HarnessError(f"unknown tool {', '.join(unknown)}; available: {', '.join(sorted(available))}")

@@ -19,6 +19,10 @@ from harness.files import write_atomic
 
 # unsupported: a rate scenario and a tool without an open model (the error says so); nothing ran.
 STATUSES = ("ok", "failed", "timeout", "unsupported")
+ENVIRONMENT_JSON = "environment.json"
+# What a results folder (and its root) holds besides the scenario folders: no scenario id may take these names.
+RESERVED_NAMES = frozenset({"runs.csv", "runs.csv.tmp", "runs.csv.before-rederive", ENVIRONMENT_JSON, "capacity.json",
+                            "overhead.json", "report", "by-hand", "latest"})
 
 
 @dataclass
@@ -190,9 +194,7 @@ class ResultsFolder:
     @classmethod
     def open(cls, path: Path, runtime: str) -> "ResultsFolder":
         """An existing folder to resume; it must be one of this runtime's."""
-        if not (path / "environment.json").is_file():
-            raise HarnessError(f"cannot resume {path}: not a results folder (no environment.json)")
-        recorded = json.loads((path / "environment.json").read_text()).get("runtime")
+        recorded = read_environment(path).get("runtime")
         if recorded != runtime:
             raise HarnessError(f"cannot resume {path} with runtime {runtime}: it was measured with {recorded}")
         return cls(path)
@@ -248,6 +250,28 @@ class ResultsFolder:
 
     def write_json(self, name: str, data: dict | list) -> None:
         write_atomic(self.path / name, json.dumps(data, indent=2, default=str) + "\n")
+
+
+def read_environment(folder: Path) -> dict:
+    """A results folder's environment.json, to resume it: a mapping, or a one-line HarnessError."""
+    path = folder / ENVIRONMENT_JSON
+    if not path.is_file():
+        raise HarnessError(f"cannot resume {folder}: not a results folder (no {ENVIRONMENT_JSON})")
+    try:
+        text = path.read_bytes()
+        environment = json.loads(text) if text.strip() else _empty(folder)
+    except (OSError, ValueError) as exc:   # ValueError: not JSON, or not UTF-8
+        raise HarnessError(f"cannot resume {folder}: its {ENVIRONMENT_JSON} is unreadable ({exc}); "
+                           f"start a new results folder (leave out --resume)") from None
+    if not isinstance(environment, dict):
+        raise HarnessError(f"cannot resume {folder}: its {ENVIRONMENT_JSON} holds a {type(environment).__name__}, "
+                           f"not a mapping; start a new results folder (leave out --resume)")
+    return environment
+
+
+def _empty(folder: Path) -> dict:
+    raise HarnessError(f"cannot resume {folder}: its {ENVIRONMENT_JSON} is empty (the run that made it was stopped "
+                       f"while writing it?); start a new results folder (leave out --resume)")
 
 
 def write_meta(run_dir: Path, row: RunRow, extra: dict) -> None:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Iterator
 
 from rich.console import Console
+from rich.markup import escape
 
 from harness import capabilities, environment, openmodel, preflight, stall
 from harness.adapter import RunSpec, ToolAdapter, ToolOutput
@@ -37,6 +38,8 @@ from harness.shaping import (ShaperChoice, choose_shaper, loaded_probe, measured
 from harness.target import Target, ensure_allowed
 from harness.targets import Setup
 
+# Markup ([bold], [red]) only in the harness's own words: text from outside (a path, an error, a host) is
+# escaped or printed with markup=False, or a `[/x]` in it would raise MarkupError mid-suite.
 console = Console(highlight=False, soft_wrap=True)
 SETUP_ESTIMATE_S = 5.0   # per-run overhead assumed for the ETA until one run has been timed
 BASELINE_S = 3           # the 1-VU run whose memory mem_per_vu_kb subtracts
@@ -211,8 +214,9 @@ def _part(session: Session, target: Target, adapter: ToolAdapter, vus: int, rate
     part.shaping = json.loads(shaping.read_text()) if shaping.is_file() else None
     part.rtt_measured_ms = measured_rtt(session, target, rtt_ms, part.shaping)
     if not rtt_ok(part.rtt_measured_ms, rtt_ms):
-        console.print(f"   [yellow]warning[/]: measured RTT {part.rtt_measured_ms:.2f} ms from {session.where} misses "
-                      f"the target {rtt_ms} ms by more than max(10%, 0.5 ms); row flagged rtt_ok=false")
+        console.print(f"   [yellow]warning[/]: measured RTT {part.rtt_measured_ms:.2f} ms from "
+                      f"{escape(session.where)} misses the target {rtt_ms} ms by more than max(10%, 0.5 ms); "
+                      f"row flagged rtt_ok=false")
     return part
 
 
@@ -248,7 +252,7 @@ def _derive(record: RunRecord, adapter: ToolAdapter, run_dir: Path, folder: Resu
 
 def _report(index: int, total: int, scenario: Scenario, adapter: ToolAdapter, runtime: str, eta_s: float) -> None:
     eta = time.strftime("%H:%M:%S", time.gmtime(eta_s))
-    console.print(f"[bold]run {index}/{total}[/] {scenario.id} · {adapter.name} · {runtime} "
+    console.print(f"[bold]run {index}/{total}[/] {escape(scenario.id)} · {escape(adapter.name)} · {runtime} "
                   f"({scenario.duration_s} s) · ETA {eta}")
 
 
@@ -266,15 +270,15 @@ def _summarise(row: RunRow, all_cpus: int) -> None:
                       f"{row.shaper}), server counted {row.server_requests:,} of {row.requests:,}, "
                       + (f"mem {row.mem_avg_mb:.1f} MiB" if row.mem_avg_mb is not None else "mem not sampled")
                       + (f", wire: {row.wire_requests:,} requests, p50 {_ms(row.wire_p50_ms)} ms"
-                         if row.wire_requests is not None else ""))
+                         if row.wire_requests is not None else ""), markup=False)
         target = ("target not sampled" if row.target_cpu_pct is None else
                   f"target {_pct(row.target_cpu_pct)} on {row.cpus_target or 'all CPUs'}")
         shaper = (f", Toxiproxy {_pct(row.shaper_cpu_pct)} and RTT {_ms(row.rtt_loaded_ms)} ms under the load"
                   if row.shaper == "toxiproxy" else "")
         console.print(f"   CPU: tool {_pct(row.cpu_avg_pct)} on {row.cpus_tool or 'all CPUs'}, {target}{shaper}: "
-                      f"limited by {row.limited_by}")
+                      f"limited by {row.limited_by}", markup=False)
     else:
-        console.print(f"   [red]{row.status}[/]: {row.error}")
+        console.print(f"   [red]{row.status}[/]: {escape(row.error)}")
 
 
 def _choose_shaper(plan: Plan, runtime: Runtime) -> ShaperChoice:
@@ -283,12 +287,12 @@ def _choose_shaper(plan: Plan, runtime: Runtime) -> ShaperChoice:
         if plan.shaper == "netem":
             raise HarnessError(f"--shaper netem: {runtime.netem_refused}")
         choice = ShaperChoice("toxiproxy", runtime.netem_refused if plan.shaper == "auto" else "requested")
-        console.print(f"RTT shaping: {choice.kind} ({choice.reason})")
+        console.print(f"RTT shaping: {choice.kind} ({choice.reason})", markup=False)
         return choice
     netem_ok, netem_error = netem_available() if needs else (False, "")
     choice = choose_shaper(plan.shaper, needs, netem_ok, netem_error)
     if needs:
-        console.print(f"RTT shaping: {choice.kind} ({choice.reason})")
+        console.print(f"RTT shaping: {choice.kind} ({choice.reason})", markup=False)
     return choice
 
 
@@ -358,6 +362,7 @@ class Bench:
 def opened(plan: Plan, runtime: Runtime | None = None) -> Iterator[Bench]:
     """Pre-flight, the single-instance lock, SIGTERM as an interrupt, the tools prepared, the shaper
     chosen, the results folder opened (or resumed) and the runtime entered, for as long as the suite runs."""
+    preflight.check_resume(plan)      # bad input: before the runtime is made, the pre-flight and the lock
     # The folder the tools write into, mounted into containers: a resumed one may live outside results_root.
     root = plan.resume.parent if plan.resume is not None else plan.results_root
     runtime = runtime or make_runtime(plan.runtime, root, plan.target_host, plan.generator_hosts)
@@ -371,10 +376,11 @@ def opened(plan: Plan, runtime: Runtime | None = None) -> Iterator[Bench]:
         shaper = _choose_shaper(plan, runtime)
         no_tcpdump = plan.capture and tcpdump_missing()
         if no_tcpdump:
-            console.print(MISSING)
+            console.print(MISSING, markup=False)
         folder, finished = _open_folder(plan)
         record_folder(lock, folder.path)
-        console.print(f"results: {folder.path}" + (f" (resuming: {len(finished)} finished runs kept)" if plan.resume else ""))
+        resuming = f" (resuming: {len(finished)} finished runs kept)" if plan.resume else ""
+        console.print(f"results: {folder.path}{resuming}", markup=False)
         if plan.resume is None:
             folder.write_json("environment.json", environment.collect(
                 {"runtime": plan.runtime, "shaper": shaper.kind, "shaper_reason": shaper.reason,
@@ -439,7 +445,7 @@ def _print_overhead(folder: ResultsFolder, rows: list[RunRow], beyond_s: list[fl
                          if name not in ("total", "tool_beyond_duration"))
     console.print(f"harness time per run (median over {len(phases['total'])} runs): {statistics.median(phases['total']):.1f} s "
                   f"around the tool ({by_phase}); {statistics.median(beyond_s):.1f} s beyond the duration "
-                  f"with the tool's own start-up and the parsing (meta.json overhead_s)")
+                  f"with the tool's own start-up and the parsing (meta.json overhead_s)", markup=False)
 
 
 def _add_environment(folder: ResultsFolder, facts: dict) -> None:

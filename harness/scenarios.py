@@ -5,6 +5,8 @@ what is allowed, in one line.
 """
 from __future__ import annotations
 
+import math
+from collections.abc import Hashable
 from pathlib import Path
 from typing import Literal
 
@@ -13,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from harness import targets
 from harness.errors import HarnessError
+from harness.results import RESERVED_NAMES
 
 MAX_VUS = 100_000
 MAX_DURATION_S = 24 * 3600
@@ -32,6 +35,8 @@ def parse_delay(text: str) -> tuple[float, float]:
         bounds = (float(low), float(high) if sep else float(low))
     except ValueError:
         raise ValueError(f"backend_delay_ms must be milliseconds (50) or a range (0..1000), got {text!r}") from None
+    if not all(map(math.isfinite, bounds)):
+        raise ValueError(f"backend_delay_ms {text!r}: need finite milliseconds, e.g. 50 or 0..1000")
     if not 0 <= bounds[0] <= bounds[1] <= MAX_DELAY_MS:
         raise ValueError(f"backend_delay_ms {text!r}: need 0 <= min <= max <= {MAX_DELAY_MS}")
     return bounds
@@ -42,13 +47,14 @@ class Scenario(BaseModel):
 
     id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$", max_length=64)
     vus: int = Field(gt=0, le=MAX_VUS, strict=True)
-    rtt_ms: float = Field(gt=0, le=10_000)
+    # strict: "50" (a string) is not taken as a number; allow_inf_nan: .nan and .inf are refused as such.
+    rtt_ms: float = Field(gt=0, le=10_000, strict=True, allow_inf_nan=False)
     duration_s: int = Field(gt=0, le=MAX_DURATION_S, strict=True)
     # Open model and the stall test (issue 13): see harness/openmodel.py, harness/stall.py and harness/row/rate.py.
     rate_rps: int | None = Field(default=None, gt=0, le=MAX_RATE_RPS, strict=True)
     closed_model_tools: Literal["unsupported", "run"] = "unsupported"
     stall_ms: int | None = Field(default=None, gt=0, le=MAX_STALL_MS, strict=True)
-    stall_at_s: float | None = Field(default=None, ge=0)
+    stall_at_s: float | None = Field(default=None, ge=0, strict=True, allow_inf_nan=False)
     # Issue 23: what is loaded and how (see targets/README.md). keepalive False: a new TCP connection per
     # request; tls: HTTPS to a throw-away self-signed certificate; backend_delay_ms: the file server sleeps
     # this long per request, fixed ("50" or 50) or uniform in a range ("0..1000").
@@ -56,6 +62,14 @@ class Scenario(BaseModel):
     keepalive: bool = Field(default=True, strict=True)
     tls: bool = Field(default=False, strict=True)
     backend_delay_ms: str | None = None
+
+    @field_validator("id")
+    @classmethod
+    def _not_a_results_file(cls, value: str) -> str:
+        if value.lower() in RESERVED_NAMES:
+            raise ValueError(f"scenario id {value!r} is a name the results folder uses for its own files "
+                             f"({', '.join(sorted(RESERVED_NAMES))}): choose another id")
+        return value
 
     @field_validator("target")
     @classmethod
@@ -104,7 +118,7 @@ class Scenario(BaseModel):
             return Scenario.model_validate({**self.model_dump(), "duration_s": duration_s})
         except ValidationError as exc:
             raise HarnessError(f"--duration {duration_s} does not fit scenario {self.id}: "
-                               f"{_describe(exc, Scenario)}") from None
+                               f"{describe_error(exc, Scenario)}") from None
 
 
 class _Defaults(BaseModel):
@@ -119,39 +133,93 @@ class _ScenarioFile(BaseModel):
 
     @model_validator(mode="after")
     def _unique_ids(self) -> "_ScenarioFile":
-        ids = [s.get("id") for s in self.scenarios]
-        duplicates = sorted({str(i) for i in ids if ids.count(i) > 1})
+        # Text ids only: another type is refused by the id field, and an alias-built one could be huge to print.
+        ids = [s.get("id") for s in self.scenarios if isinstance(s.get("id"), str)]
+        duplicates = sorted({i for i in ids if ids.count(i) > 1})
         if duplicates:
-            raise ValueError(f"duplicate scenario id(s) {', '.join(duplicates)}")
+            raise ValueError(f"duplicate scenario id(s) {', '.join(duplicates)}: give each scenario its own id")
         return self
 
 
-def _describe(err: ValidationError, model: type[BaseModel], prefix: str = "") -> str:
-    first = err.errors()[0]
+def describe_error(err: ValidationError, model: type[BaseModel], prefix: str = "") -> str:
+    """pydantic's first error as one line: the field, what is wrong, the value given. An unknown field comes
+    first: a typo (`rtt:`) also makes the real field (`rtt_ms`) missing, and the typo is the cause."""
+    errors = err.errors()
+    first = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
     field = ".".join(str(p) for p in (prefix, *first["loc"]) if p != "")
     if first["type"] == "extra_forbidden":
-        return f"{field}: unknown field; allowed: {', '.join(model.model_fields)}"
+        owner = _Defaults if model is _ScenarioFile and first["loc"][:1] == ("defaults",) else model
+        return f"{field}: unknown field; allowed: {', '.join(owner.model_fields)}"
     got = first.get("input")
-    got_text = f" (got {got!r})" if not isinstance(got, (dict, list)) else ""
+    got_text = f" (got {_shortened(repr(got))})" if not isinstance(got, (dict, list)) else ""
     message = first["msg"].removeprefix("Value error, ")
     return f"{field or 'file'}: {message}{got_text}"
 
 
-def load_file(path: Path) -> list[Scenario]:
+def _shortened(text: str, at_most: int = 80) -> str:
+    return text if len(text) <= at_most else text[:at_most - 3] + "..."
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing a mapping key given twice (PyYAML keeps the last one silently)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        seen: set[Hashable] = set()
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":   # `<<: *defaults` may be overridden on purpose
+                continue
+            key = self.construct_object(key_node, deep=True)
+            if isinstance(key, Hashable) and key in seen:
+                twice = f"key {_shortened(repr(key))} is given twice: keep one"
+                raise yaml.constructor.ConstructorError(None, None, twice, key_node.start_mark)
+            if isinstance(key, Hashable):
+                seen.add(key)
+        return super().construct_mapping(node, deep)
+
+
+def _read_yaml(path: Path) -> object:
+    """The file's YAML document, or a one-line HarnessError saying what is wrong with the file."""
+    if path.is_dir():
+        raise HarnessError(f"scenario file {path} is a directory: pass a YAML file in it (e.g. scenarios/quick.yaml)")
     if not path.is_file():
         raise HarnessError(f"scenario file {path} does not exist: pass an existing YAML file (see scenarios/)")
     try:
-        raw = yaml.safe_load(path.read_text())
+        text = path.read_bytes().decode("utf-8")
+    except OSError as exc:
+        raise HarnessError(f"scenario file {path} cannot be read ({exc.strerror}): check its permissions") from None
+    except UnicodeDecodeError as exc:
+        raise HarnessError(f"{path}: not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset {exc.start}): "
+                           f"save it as UTF-8") from None
+    try:
+        return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark else ""
-        raise HarnessError(f"{path}: malformed YAML{where}: {getattr(exc, 'problem', exc)}") from None
+        raise HarnessError(f"{path}: malformed YAML{_yaml_problem(exc)}") from None
+    except ValueError as exc:   # a plain scalar PyYAML reads as an impossible date: 2024-13-45
+        raise HarnessError(f"{path}: malformed YAML: {exc} (quote the value if it is text)") from None
+    except RecursionError:
+        raise HarnessError(f"{path}: YAML nested too deeply to be a scenario file (see scenarios/)") from None
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    """`` at line N: what``, on one line (PyYAML's own text spans several, with the snippet)."""
+    if isinstance(exc, yaml.reader.ReaderError):   # a character YAML does not allow, found before parsing
+        return f": character {exc.character!r} at offset {exc.position} is not allowed in YAML"
+    mark = getattr(exc, "problem_mark", None)
+    where = f" at line {mark.line + 1}" if mark else ""
+    return f"{where}: {' '.join(str(getattr(exc, 'problem', None) or exc).split())}"
+
+
+def load_file(path: Path) -> list[Scenario]:
+    raw = _read_yaml(path)
+    if raw is None:
+        raise HarnessError(f"{path}: the file is empty: it needs 'scenarios:', a list of id/vus/rtt_ms/duration_s "
+                           f"(see scenarios/quick.yaml)")
     if not isinstance(raw, dict):
         raise HarnessError(f"{path}: expected a mapping with 'scenarios:' (a list of id/vus/rtt_ms), got {type(raw).__name__}")
     try:
         parsed = _ScenarioFile.model_validate(raw)
     except ValidationError as exc:
-        raise HarnessError(f"{path}: {_describe(exc, _ScenarioFile)}") from None
+        raise HarnessError(f"{path}: {describe_error(exc, _ScenarioFile)}") from None
     scenarios = []
     for index, item in enumerate(parsed.scenarios):
         merged = {"duration_s": parsed.defaults.duration_s, **item} if isinstance(item, dict) else item
@@ -160,7 +228,7 @@ def load_file(path: Path) -> list[Scenario]:
         try:
             scenarios.append(Scenario.model_validate(merged))
         except ValidationError as exc:
-            raise HarnessError(f"{path}: {_describe(exc, Scenario, f'scenarios[{index}]')}") from None
+            raise HarnessError(f"{path}: {describe_error(exc, Scenario, f'scenarios[{index}]')}") from None
     return scenarios
 
 
@@ -171,6 +239,7 @@ def select(selector: str, duration_override: int | None = None) -> list[Scenario
     if ids_part:
         by_id = {s.id: s for s in scenarios}
         wanted = [i.strip() for i in ids_part.split(",") if i.strip()]
+        _refuse_twice_or_none(wanted, selector)
         unknown = [i for i in wanted if i not in by_id]
         if unknown:
             raise HarnessError(
@@ -180,3 +249,14 @@ def select(selector: str, duration_override: int | None = None) -> list[Scenario
     if duration_override is not None:
         scenarios = [s.with_duration(duration_override) for s in scenarios]
     return scenarios
+
+
+def _refuse_twice_or_none(wanted: list[str], selector: str) -> None:
+    """Each selected scenario once: a second run of it would empty the first one's folder."""
+    if not wanted:
+        raise HarnessError(f"--scenarios {selector}: names no scenario id after the ':'; give ids, or the file alone "
+                           f"for all of them")
+    twice = sorted({i for i in wanted if wanted.count(i) > 1})
+    if twice:
+        raise HarnessError(f"--scenarios {selector}: scenario {', '.join(twice)} is named twice; name each once "
+                           f"(--repeat N runs every scenario N times)")

@@ -17,8 +17,23 @@ def test_cpu_lists_round_trip():
     assert parse_cpus("0,2-4,7") == (0, 2, 3, 4, 7)
     assert format_cpus((0, 2, 3, 4, 7)) == "0,2-4,7"
     assert format_cpus(()) == ""
-    with pytest.raises(HarnessError, match="bad CPU list"):
-        parse_cpus("one")
+    with pytest.raises(HarnessError, match="--cpus-tool 'one' is not a CPU list"):
+        parse_cpus("one", "--cpus-tool")
+
+
+@pytest.mark.parametrize("text, message", [
+    ("0-9999999999", "CPU 9999999999 is beyond any machine's"), ("8192", "CPU 8192 is beyond"),
+    ("3-1", "the range 3-1 runs backwards"), (",", "names no CPU"),
+])
+def test_an_absurd_cpu_list_is_refused_before_it_is_expanded(text, message):
+    """In a child whose address space is capped at 1 GiB: expanding 0-9999999999 first would be a MemoryError
+    there (and fill this machine's memory here)."""
+    child = ("import resource, sys; resource.setrlimit(resource.RLIMIT_AS, (2**30, 2**30)); "
+             "from harness.cpus import parse_cpus; from harness.errors import HarnessError\n"
+             "try:\n    parse_cpus(sys.argv[1], '--cpus-tool')\n"
+             "except HarnessError as exc:\n    print(exc)")
+    result = subprocess.run([sys.executable, "-c", child, text], capture_output=True, text=True, timeout=60)
+    assert result.stderr == "" and message in result.stdout and result.stdout.startswith(f"--cpus-tool {text!r}")
 
 
 def test_default_split_gives_the_target_the_first_half():

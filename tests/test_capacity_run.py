@@ -14,8 +14,8 @@ from conftest import harness
 from fake_runtime import FakeRuntime, FakeTool
 from fake_tool import PACED_CAP_RPS, PACED_LATENCY_MS
 from harness import runner
-from harness.capacity_run import (CAPACITY_JSON, CLOSED_NOTE, SLO_FLOOR_MS, Settings, p99_of, run_capacity,
-                                  step_of, summary_line)
+from harness.capacity_run import (CAPACITY_JSON, CLOSED_NOTE, SLO_FLOOR_MS, Settings, check_resume, p99_of,
+                                  run_capacity, step_of, summary_line)
 from harness.capture import Capture
 from harness.cpus import NO_SPLIT
 from harness.errors import HarnessError
@@ -183,3 +183,25 @@ def test_the_cpu_split_and_grace_reach_the_capacity_plan(monkeypatch):
     split, shared = planned[0].split, planned[1].split
     assert (split.target, split.tool, planned[0].grace_s) == ((0,), (1,), 7)
     assert not shared.isolated and planned[1].grace_s is None
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"step_s": 100000}, "--step-duration: duration_s: Input should be less than or equal to 86400 (got 100000)"),
+    ({"start_rps": 20_000_000}, "--start-rps 20000000: at most 1,000,000 (and --resolution, --max-steps above 0)"),
+])
+def test_a_setting_the_steps_scenario_refuses_is_one_line_naming_the_option(options, message):
+    """Not pydantic's multi-line ValidationError (a traceback, exit 1): the option and the bound, exit 2."""
+    with pytest.raises(HarnessError) as refused:
+        Settings(**options)
+    assert str(refused.value) == message
+
+
+def test_a_resumed_folder_whose_runs_csv_holds_no_number_is_refused_in_one_line(tmp_path):
+    """A hand-edited runs.csv (vus `many`) was int()'s ValueError, a traceback."""
+    folder = tmp_path / "edited"
+    folder.mkdir()
+    (folder / "environment.json").write_text('{"runtime": "host"}')
+    ResultsFolder(folder).rewrite([{"scenario": "capacity-rate25", "tool": "oha", "vus": "many", "duration_s": "1",
+                                    "status": "ok", "repeat": "1"}])
+    with pytest.raises(HarnessError, match=r"its steps ran with --vus many --step-duration 1"):
+        check_resume(ResultsFolder(folder), SETTINGS)

@@ -6,7 +6,8 @@ import uuid
 import pytest
 
 from harness import TOOLS_DIR
-from harness.registry import discover
+from harness.errors import HarnessError
+from harness.registry import discover, select
 
 ADAPTER = '''
 from harness.adapter import Metrics, RunSpec, ToolAdapter, ToolOutput
@@ -87,3 +88,15 @@ def test_installed_here_needs_the_program_and_the_install_folder(extra_tools, tm
     if home:
         (extra_tools / "java-like" / "tool.toml").write_text(f'binary = "true"\nhome = "{tmp_path / home}"\n')
     assert discover()["java-like"].installed_here() is installed
+
+
+@pytest.mark.parametrize("names, message", [
+    ("bombardier,bombardier", "--tools bombardier,bombardier: bombardier is named twice; name each tool once"),
+    ("wrk, ab,wrk", "wrk is named twice"),
+    (",", "--tools ',' names no tool"),
+    ("", "--tools '' names no tool"),
+])
+def test_a_tool_list_names_each_tool_once(names, message):
+    """A tool named twice ran twice into one folder (the second run emptied the first's); none ran nothing."""
+    with pytest.raises(HarnessError, match=message):
+        select(names)

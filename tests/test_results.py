@@ -4,10 +4,12 @@ from dataclasses import fields
 from typing import get_type_hints
 
 import pandas as pd
+import pytest
 
 from analysis.load import LATENCY, NUMERIC, load_results
 from conftest import FIXTURES, REPO
 from harness.adapter import Figures, Metrics
+from harness.errors import HarnessError
 from harness.results import COLUMNS, ResultsFolder, RunRow, columns_markdown
 from harness.row import COPIED_METRICS
 
@@ -121,3 +123,15 @@ def test_a_redone_run_starts_in_an_empty_folder_and_keeps_the_other_repeats(tmp_
     assert folder.fresh_run_dir("s", "h2load") == first
     assert sorted(p.name for p in first.iterdir()) == ["repeat-2"] and (second / "stdout.txt").is_file()
     assert list(folder.fresh_run_dir("s", "h2load", 2).iterdir()) == []
+
+
+@pytest.mark.parametrize("content, message", [
+    ("", "its environment.json is empty"), ("[]", "its environment.json holds a list, not a mapping"),
+    ("\xff", "its environment.json is unreadable"), ('"host"', "holds a str"),
+])
+def test_resuming_a_folder_with_a_broken_environment_json_is_one_line(tmp_path, content, message):
+    (tmp_path / "environment.json").write_bytes(content.encode("latin-1"))
+    with pytest.raises(HarnessError) as refused:
+        ResultsFolder.open(tmp_path, "host")
+    assert message in str(refused.value) and "\n" not in str(refused.value)
+    assert "leave out --resume" in str(refused.value)

@@ -195,3 +195,19 @@ def test_latest_moves_to_a_new_folder_with_its_first_row(tmp_path):
     folder.append(RunRow(tool="t", tool_version=None, runtime="fake", scenario="s", vus=1, rtt_target_ms=0.1,
                          duration_s=1))
     assert os.readlink(tmp_path / "latest") == folder.path.name
+
+
+def test_text_from_outside_is_printed_as_it_is_never_as_markup(tmp_path, capsys):
+    """A results path or a run's error holding `[/x]` raised rich's MarkupError mid-suite (a traceback, exit
+    status 1, the suite gone); `[bold]` in it was taken as markup."""
+    root = tmp_path / "a[/x]" / "results [bold]"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("LTH_LOCK_DIR", str(tmp_path / "lock"))      # never the machine's lock
+        plan = Plan(runtime="fake", tools=[FakeTool("fail")], scenarios=[CLOSED], results_root=root, grace_s=GRACE_S,
+                    split=NO_SPLIT)
+        folder, (row,) = run_suite(plan, FakeRuntime({}))
+        row.error = "the tool said [/x] then [bold]loud[/bold]"
+        runner._summarise(row, 2)
+    out = capsys.readouterr().out
+    assert f"results: {folder.path}\n" in out and str(root) in str(folder.path)
+    assert "   failed: the tool said [/x] then [bold]loud[/bold]\n" in out

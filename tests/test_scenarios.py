@@ -63,6 +63,29 @@ BAD_FILES = {
                                   "closed_model_tools only applies to a rate scenario"),
     "closed-tools-unknown": ("scenarios:\n  - {id: a, vus: 2, rtt_ms: 1, duration_s: 5, rate_rps: 9, closed_model_tools: skip}\n",
                              "scenarios[0].closed_model_tools"),
+    "duplicate-key": ("scenarios:\n  - id: a\n    vus: 2\n    rtt_ms: 1\n    vus: 20\n    duration_s: 5\n",
+                      "malformed YAML at line 5: key 'vus' is given twice: keep one"),
+    "duplicate-top-key": ("scenarios: []\nscenarios:\n  - {id: a, vus: 2, rtt_ms: 1, duration_s: 5}\n",
+                          "key 'scenarios' is given twice"),
+    "text-rtt": ("scenarios:\n  - {id: a, vus: 2, rtt_ms: '50', duration_s: 5}\n",
+                 "scenarios[0].rtt_ms: Input should be a valid number (got '50')"),
+    "nan-rtt": ("scenarios:\n  - {id: a, vus: 2, rtt_ms: .nan, duration_s: 5}\n",
+                "scenarios[0].rtt_ms: Input should be a finite number (got nan)"),
+    "inf-rtt": ("scenarios:\n  - {id: a, vus: 2, rtt_ms: .inf, duration_s: 5}\n",
+                "scenarios[0].rtt_ms: Input should be a finite number (got inf)"),
+    "inf-stall-time": ("scenarios:\n  - {id: a, vus: 2, rtt_ms: 1, duration_s: 5, stall_ms: 9, stall_at_s: .inf}\n",
+                       "scenarios[0].stall_at_s: Input should be a finite number"),
+    "nan-delay": ("scenarios:\n  - {id: a, vus: 2, rtt_ms: 1, duration_s: 5, backend_delay_ms: .nan}\n",
+                  "backend_delay_ms 'nan': need finite milliseconds"),
+    "id-runs-csv": ("scenarios:\n  - {id: runs.csv, vus: 2, rtt_ms: 1, duration_s: 5}\n",
+                    "scenario id 'runs.csv' is a name the results folder uses for its own files"),
+    "id-environment-json": ("scenarios:\n  - {id: environment.json, vus: 2, rtt_ms: 1, duration_s: 5}\n",
+                            "scenario id 'environment.json' is a name the results folder uses"),
+    "id-latest": ("scenarios:\n  - {id: Latest, vus: 2, rtt_ms: 1, duration_s: 5}\n", "scenario id 'Latest' is a name"),
+    "empty": ("", "the file is empty: it needs 'scenarios:'"),
+    "comments-only": ("# nothing yet\n", "the file is empty"),
+    "impossible-date": ("scenarios:\n  - {id: 2024-13-45, vus: 2, rtt_ms: 1, duration_s: 5}\n",
+                        "malformed YAML: month must be in 1..12 (quote the value if it is text)"),
     "duplicate-id": ("scenarios:\n  - {id: a, vus: 2, rtt_ms: 1, duration_s: 5}\n"
                      "  - {id: a, vus: 3, rtt_ms: 1, duration_s: 5}\n", "duplicate scenario id"),
 }
@@ -84,6 +107,35 @@ def test_bad_file_gets_one_line_naming_file_and_field(tmp_path: Path, name: str)
 def test_missing_file_says_so(tmp_path: Path):
     with pytest.raises(HarnessError, match="does not exist"):
         load_file(tmp_path / "absent.yaml")
+
+
+def test_a_directory_or_a_file_not_in_utf8_says_so(tmp_path: Path):
+    with pytest.raises(HarnessError, match=f"scenario file {tmp_path} is a directory: pass a YAML file in it"):
+        load_file(tmp_path)
+    latin1 = tmp_path / "latin1.yaml"
+    latin1.write_bytes("scenarios:\n  - {id: caf\xe9, vus: 2, rtt_ms: 1, duration_s: 5}\n".encode("latin-1"))
+    with pytest.raises(HarnessError, match=r"latin1.yaml: not UTF-8 text \(byte 0xe9 at offset 23\): save it as UTF-8"):
+        load_file(latin1)
+
+
+def test_a_merge_key_may_still_be_overridden(tmp_path: Path):
+    """Only a key written twice is refused: `<<: *base` then `vus:` overrides the merged value on purpose."""
+    path = tmp_path / "merge.yaml"
+    path.write_text("base: &base {vus: 2, rtt_ms: 1, duration_s: 5}\n"
+                    "scenarios:\n  - {<<: *base, id: a, vus: 4}\n")
+    with pytest.raises(HarnessError, match="base: unknown field"):    # the anchor's holder is not a field
+        load_file(path)
+    path.write_text("scenarios:\n  - &a {id: a, vus: 2, rtt_ms: 1, duration_s: 5}\n  - {<<: *a, id: b, vus: 4}\n")
+    assert [(s.id, s.vus) for s in load_file(path)] == [("a", 2), ("b", 4)]
+
+
+@pytest.mark.parametrize("selector, message", [
+    (f"{QUICK}:vu20-rtt0.1,vu20-rtt0.1", "scenario vu20-rtt0.1 is named twice; name each once"),
+    (f"{QUICK}:,", "names no scenario id after the ':'"),
+])
+def test_a_selection_names_each_scenario_once(selector, message):
+    with pytest.raises(HarnessError, match=message):
+        select(selector)
 
 
 OPEN_MODEL = REPO_ROOT / "scenarios" / "open-model.yaml"

@@ -8,7 +8,7 @@ import pytest
 
 from conftest import harness
 from harness.errors import HarnessError
-from harness.preflight import _resumable
+from harness.preflight import check_resume
 from harness.runtimes.remote import host_facts, remote_split
 from harness.ssh import SshHost, parse_ssh_url
 from harness.target import ensure_allowed, stage
@@ -149,8 +149,10 @@ def test_a_host_ssh_cannot_reach_stops_before_any_run(tmp_path, monkeypatch):
 def test_a_resume_against_another_target_than_the_folders_is_refused(tmp_path, recorded, asked):
     (tmp_path / "environment.json").write_text(json.dumps({"runtime": "host", "target_host": recorded}))
     plan = SimpleNamespace(resume=tmp_path, runtime="host", target_host=asked)
-    problem = _resumable(plan)
-    assert problem is not None and problem.startswith(f"cannot resume {tmp_path}: it was measured against")
+    with pytest.raises(HarnessError) as refused:
+        check_resume(plan)
+    problem = str(refused.value)
+    assert problem.startswith(f"cannot resume {tmp_path}: it was measured against")
     assert ("--target-host ssh://root@198.18.2.2" if recorded else "a target on this machine") in problem
     plan.target_host = recorded and recorded["url"]
-    assert _resumable(plan) is None
+    check_resume(plan)

@@ -7,11 +7,15 @@ from harness.runtimes.base import Runtime, Session
 RUNTIMES = ("docker", "host")
 
 
+GENERATORS_NEED_A_TARGET_HOST = ("--generator-host needs --target-host: a target on this machine is in a namespace "
+                                 "the other host cannot reach; name the machine Nginx should run on (it may be this "
+                                 "one's address)")
+
+
 def make_runtime(name: str, results_dir: Path, target_host: str | None = None,
                  generator_hosts: tuple[str, ...] = ()) -> Runtime:
     if generator_hosts and not target_host:
-        raise HarnessError("--generator-host needs --target-host: a target on this machine is in a namespace the other "
-                           "host cannot reach; name the machine Nginx should run on (it may be this one's address)")
+        raise HarnessError(GENERATORS_NEED_A_TARGET_HOST)
     if target_host and name == "host":
         from harness.runtimes.remote import RemoteTargetRuntime
         return RemoteTargetRuntime(target_host, list(generator_hosts))

@@ -8,6 +8,7 @@ count (meta.json server_requests).
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import xml.etree.ElementTree as ET
@@ -50,16 +51,16 @@ def test_keepalive_off_and_tls_are_run_sh_options(tmp_path):
     assert TSUNG.command(command_spec(tmp_path, url=TLS_URL))[-2:] == ["5", "--ssl"]
 
 
-def filled_config(tmp_path: Path, *options: str) -> ET.Element:
+def filled_config(tmp_path: Path, *options: str, out_name: str = "run", url_path: str = "/style.css") -> ET.Element:
     """The tsung.xml run.sh writes, with erlc, tsung and epmd replaced by stubs that do nothing."""
     stubs = tmp_path / "bin"
     stubs.mkdir()
     for name in ("erlc", "tsung", "epmd"):
         (stubs / name).write_text("#!/bin/sh\nexit 0\n")
         (stubs / name).chmod(0o755)
-    out = tmp_path / "run"
+    out = tmp_path / out_name
     out.mkdir()
-    subprocess.run([str(TOOLS_DIR / "tsung" / "run.sh"), str(out), "198.18.0.2", "443", "/style.css", "20", "5", *options],
+    subprocess.run([str(TOOLS_DIR / "tsung" / "run.sh"), str(out), "198.18.0.2", "443", url_path, "20", "5", *options],
                    env={**os.environ, "PATH": f"{stubs}:/usr/bin:/bin"}, check=True, capture_output=True)
     text = (out / "tsung.xml").read_text()
     return ET.fromstring(text[text.index("<tsung "):])
@@ -75,6 +76,16 @@ def test_run_sh_fills_the_server_type_and_the_connection_header(tmp_path, option
     http = config.find(".//request/http")
     assert http.attrib == {"url": "/style.css", "method": "GET", "version": "1.1"}
     assert [h.attrib for h in http.findall("http_header")] == headers
+
+
+def test_a_folder_or_url_path_holding_xml_or_sed_characters_comes_out_as_itself(tmp_path):
+    """sed's | delimiter, its & and \\, and XML's & < > " ': each was taken as syntax (sed failed, or the XML
+    did not parse, or named another file)."""
+    folder, url_path = "run a|b & <c> \"d\" 'e' \\f", "/style.css?a=1&b=<2>|3"
+    config = filled_config(tmp_path, out_name=folder, url_path=url_path)
+    assert config.find(".//request/http").attrib["url"] == url_path
+    users_file = next(s for s in config.iter("setdynvars") if s.find("var").attrib["name"] == "lth_users_file")
+    assert users_file.attrib["value"] == str(tmp_path / folder / "lth-users.txt")
 
 
 def test_template_and_wrapper_keep_their_promises():
@@ -146,3 +157,20 @@ def test_missing_stats_is_a_parse_error(tmp_path):
     (tmp_path / "log" / "20260101-0000" / "tsung.log").write_text('{"stats": [{"timestamp": 1, "samples": []}]}')
     with pytest.raises(ParseError, match="no request"):
         TSUNG.parse(ToolOutput(spec, "", "", 0))
+
+
+@pytest.mark.parametrize("folder, refused", [
+    ("/work/results", ""), ("/tmp/lth-x/2026_11-27.a+b@c:d=e~f%g,h", ""),
+    ("/tmp/my results", " "), ("/tmp/a'b\"c", "\"'"), ("/tmp/{a,b}*", "*{}"),
+])
+def test_a_results_folder_tsungs_own_script_cannot_take_is_refused_before_the_suite(folder, refused):
+    """/usr/bin/tsung leaves its -l and -X paths unquoted (some inside Erlang strings): a space split the
+    log folder in two, mid-run. The plan refuses such a folder in one line, before anything starts."""
+    from harness.cpus import NO_SPLIT
+    from harness.errors import HarnessError
+    from harness.plan import Plan
+    problem = TSUNG.folder_problem(Path(folder))
+    assert (problem is None) if not refused else f"holding {refused!r}" in problem
+    if refused:
+        with pytest.raises(HarnessError, match=f"--results-root {re.escape(folder)}: Tsung's own start script"):
+            Plan(runtime="host", tools=[TSUNG], scenarios=[], results_root=Path(folder), split=NO_SPLIT)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -23,6 +24,9 @@ from harness.adapter import Metrics, ParseError, RunSpec, ToolAdapter, ToolOutpu
 LOG_DIR = "log"                   # run.sh passes -l OUT_DIR/log; Tsung adds a YYYYMMDD-HHMM folder
 STATS = "tsung.log"
 USERS = "lth-users.txt"           # "start <epoch us>" / "end <epoch us>" per user (lth_tsung.erl)
+# Tsung's own start script (/usr/bin/tsung) passes its log and load paths unquoted, some inside Erlang
+# strings: a space, a quote, a glob or a brace there splits or breaks them. run.sh escapes what it fills in.
+UNSAFE_IN_PATH = re.compile(r"[^A-Za-z0-9._/+@:=~%,-]")
 
 
 def stats_file(out_dir: Path) -> Path:
@@ -92,6 +96,12 @@ class Tsung(ToolAdapter):
     rate_model = 'supports an open model (arrival phases, each arrival a new user session); not wired in this harness yet'
     keepalive_off = True   # run.sh --close: <http_header name="Connection" value="close"/>; Tsung reconnects
     tls = True             # run.sh --ssl: <server type="ssl"/> (Erlang's ssl client, no verification set)
+
+    def folder_problem(self, folder: Path) -> str | None:
+        unsafe = "".join(sorted(set(UNSAFE_IN_PATH.findall(str(folder)))))
+        if unsafe:
+            return f"Tsung's own start script cannot take a path holding {unsafe!r} (it leaves its paths unquoted)"
+        return None
 
     def command(self, spec: RunSpec) -> list[str]:
         url = urlsplit(spec.url)

@@ -26,10 +26,20 @@ MAXDURATION=$(( DURATION + 10 ))
 mkdir -p "$OUT/ebin"
 erlc -o "$OUT/ebin" "$HERE/lth_tsung.erl" || exit 1
 : > "$USERS_FILE"
-sed -e "s|@HOST@|$HOST|g" -e "s|@PORT@|$PORT|g" -e "s|@PATH@|$URLPATH|g" -e "s|@VUS@|$VUS|g" \
+# A value for tsung.xml: XML-escaped (attribute text), then escaped for sed's replacement, whose delimiter
+# is |: a path or URL holding & < > " ' \ or | comes out as itself in the XML Tsung reads.
+xml_value() {
+  local value=$1
+  value=${value//"&"/"&amp;"}; value=${value//"<"/"&lt;"}; value=${value//">"/"&gt;"}
+  value=${value//'"'/"&quot;"}; value=${value//"'"/"&apos;"}
+  value=${value//"\\"/"\\\\"}; value=${value//"&"/"\\&"}; value=${value//"|"/"\\|"}
+  printf '%s' "$value"
+}
+sed -e "s|@HOST@|$(xml_value "$HOST")|g" -e "s|@PORT@|$(xml_value "$PORT")|g" \
+    -e "s|@PATH@|$(xml_value "$URLPATH")|g" -e "s|@VUS@|$VUS|g" \
     -e "s|@DURATION_MS@|$(( DURATION * 1000 ))|g" -e "s|@MAXDURATION@|$MAXDURATION|g" \
-    -e "s|@USERS_FILE@|$USERS_FILE|g" -e "s|@RATE@|$RATE|g" -e "s|@MAXUSERS@|$MAXUSERS|g" \
-    -e "s|@TYPE@|$TYPE|g" -e "s|@HEADERS@|$HEADERS|g" "$HERE/tsung.xml.in" > "$OUT/tsung.xml"
+    -e "s|@USERS_FILE@|$(xml_value "$USERS_FILE")|g" -e "s|@RATE@|$RATE|g" -e "s|@MAXUSERS@|$MAXUSERS|g" \
+    -e "s|@TYPE@|$TYPE|g" -e "s|@HEADERS@|$HEADERS|g" "$HERE/tsung.xml.in" > "$OUT/tsung.xml" || exit 1
 epmd_before=no
 epmd -names >/dev/null 2>&1 && epmd_before=yes
 # HOME in OUT_DIR: tsung creates ~/.tsung even with -l. -w 0: no warm-up delay before the users
