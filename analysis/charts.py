@@ -65,12 +65,20 @@ def spread(df: pd.DataFrame, metric: str) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["scenario", "label", "median", "low", "high", "n", "cv", "status"])
 
 
+def by_scenario(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """``frame``'s rows per scenario, split once: a boolean selection per panel copies every column each time."""
+    return dict(tuple(frame.groupby("scenario", sort=False)))
+
+
 def _facets(df: pd.DataFrame, title: str) -> tuple[plt.Figure, list[tuple[str, plt.Axes]]]:
     scenarios = scenario_order(df)
     cols = min(3, len(scenarios)) or 1
     rows = math.ceil(len(scenarios) / cols) or 1
     labels = df["label"].nunique()
-    fig, axes = plt.subplots(rows, cols, figsize=(5.4 * cols, 0.6 + rows * (1.6 + 0.3 * labels)), squeeze=False)
+    # one row per label, the same in every panel: only the leftmost panel of a row names them (as seaborn's
+    # FacetGrid does); every panel naming every tool was most of a chart's texts, and of its drawing time
+    fig, axes = plt.subplots(rows, cols, figsize=(5.4 * cols, 0.6 + rows * (1.6 + 0.3 * labels)), squeeze=False,
+                             sharey=True)
     for ax in axes.flat[len(scenarios):]:
         ax.set_visible(False)
     # placed in inches from the top (a fraction of a tall figure's height ran into what is under it); _layout
@@ -177,11 +185,12 @@ def _mark_not_ok(ax: plt.Axes, status: pd.Series) -> None:
 
 def rps(df: pd.DataFrame) -> plt.Figure:
     fig, facets = _facets(df, "Requests per second (median over the runs, 95% interval whiskers)")
-    stats = spread(df, "rps")
+    stats = by_scenario(spread(df, "rps"))
+    firsts = df.drop_duplicates("scenario").set_index("scenario")
     labels = sorted(df["label"].unique())
     for scenario, ax in facets:
-        info = df[df["scenario"] == scenario].iloc[0]
-        scenario_stats = stats[stats["scenario"] == scenario]
+        info = firsts.loc[scenario]
+        scenario_stats = stats[scenario]
         _bars(ax, scenario_stats, labels)
         ceiling = info["vus"] / (info["rtt_target_ms"] / 1000)
         top = np.nanmax([scenario_stats["high"].max(), 1.0])
@@ -201,13 +210,15 @@ def latency(df: pd.DataFrame) -> plt.Figure:
     labels = sorted(df["label"].unique())
     markers = {"lat_mean_ms": ("mean", "o"), "lat_p50_ms": ("p50", "s"), "lat_p95_ms": ("p95", "^"),
                "lat_p99_ms": ("p99", "D")}
+    spreads = {metric: by_scenario(spread(df, metric)) for metric in markers}
+    rtts = df.drop_duplicates("scenario").set_index("scenario")["rtt_target_ms"]
     for scenario, ax in facets:
         for metric, (name, marker) in markers.items():
-            stats = spread(df[df["scenario"] == scenario], metric).set_index("label").reindex(labels)
+            stats = spreads[metric][scenario].set_index("label").reindex(labels)
             ax.scatter(stats["median"], np.arange(len(labels)), marker=marker, s=18, label=name)
         _rows(ax, labels)
         _mark_not_ok(ax, stats["status"])
-        rtt = df[df["scenario"] == scenario]["rtt_target_ms"].iloc[0]
+        rtt = rtts[scenario]
         ax.axvline(rtt, color="grey", linestyle="--", linewidth=0.8, label="target RTT")
         ax.set_title(f"{scenario} (RTT {rtt:g} ms)", fontsize=9, y=TITLE_Y)
         ax.set_xlabel("ms (log)", fontsize=8)
@@ -297,10 +308,10 @@ def latency_accuracy(df: pd.DataFrame) -> plt.Figure | None:
 def memory(df: pd.DataFrame) -> plt.Figure:
     fig, facets = _facets(df, "Memory of the load generator: average and peak RSS (top, 1 s)")
     labels = sorted(df["label"].unique())
+    peak, average = (by_scenario(spread(df, metric)) for metric in ("mem_peak_mb", "mem_avg_mb"))
     for scenario, ax in facets:
-        subset = df[df["scenario"] == scenario]
-        _bars(ax, spread(subset, "mem_peak_mb"), labels, color="tab:orange", offset=-0.2, height=0.4, name="peak")
-        _bars(ax, spread(subset, "mem_avg_mb"), labels, color="tab:blue", offset=0.2, height=0.4, name="average")
+        _bars(ax, peak[scenario], labels, color="tab:orange", offset=-0.2, height=0.4, name="peak")
+        _bars(ax, average[scenario], labels, color="tab:blue", offset=0.2, height=0.4, name="average")
         ax.set_title(scenario, fontsize=9, y=TITLE_Y)
         ax.set_xlabel("MiB (log)", fontsize=8)
         _log_axis(ax)
@@ -397,16 +408,20 @@ def bottleneck(df: pd.DataFrame) -> plt.Figure:
     fig, facets = _facets(data, f"Who limits the run: each side's CPU as % of its own CPUs (>= {SATURATED:.0%}: "
                                 "saturated)")
     labels = sorted(data["label"].unique())
+    tool, target = (by_scenario(spread(data, metric)) for metric in ("tool_cpu_share", "target_cpu_share"))
+    subsets = by_scenario(data[["scenario", "label", "status", "tool_cpu_share", "target_cpu_share", "limited_by",
+                                "cpus_tool", "cpus_target"]])
     for scenario, ax in facets:
-        subset = data[data["scenario"] == scenario]
-        _bars(ax, spread(subset, "tool_cpu_share"), labels, color="tab:blue", offset=-0.2, height=0.4, name="tool")
-        _bars(ax, spread(subset, "target_cpu_share"), labels, color="tab:red", offset=0.2, height=0.4, name="Nginx")
+        subset = subsets[scenario]
+        _bars(ax, tool[scenario], labels, color="tab:blue", offset=-0.2, height=0.4, name="tool")
+        _bars(ax, target[scenario], labels, color="tab:red", offset=0.2, height=0.4, name="Nginx")
         ax.axvline(SATURATED * 100, color="grey", linestyle="--", linewidth=0.8)
         ok = subset[subset["status"] == OK]     # a killed run's CPU is no figure to scale the axis to
         ax.set_xlim(0, 1.05 * max(100.0, np.nanmax([ok["tool_cpu_share"].max(), ok["target_cpu_share"].max(), 0])))
+        sides = ok.groupby("label")["limited_by"].agg(lambda limits: ", ".join(sorted(set(limits.map(short_side)))))
         for y, label in enumerate(labels):    # right of the axes: beside the bars, over none
-            sides = ", ".join(sorted(set(ok.loc[ok["label"] == label, "limited_by"].map(short_side))))
-            ax.text(1.02, y, sides, transform=ax.get_yaxis_transform(), fontsize=7, va="center", ha="left")
+            ax.text(1.02, y, sides.get(label, ""), transform=ax.get_yaxis_transform(), fontsize=7, va="center",
+                    ha="left")
         cpus = subset[["cpus_tool", "cpus_target"]].astype(object).fillna("").drop_duplicates()
         split = "; ".join(f"tool on {t or 'all'}, Nginx on {g or 'all'}" for t, g in cpus.itertuples(index=False))
         ax.set_title(f"{scenario} ({split})", fontsize=8, y=TITLE_Y)

@@ -28,13 +28,17 @@ METRICS = {"rps": ("faster", "slower"), "lat_p50_ms": ("slower", "faster"), "lat
 
 def compare(a: pd.DataFrame, b: pd.DataFrame, keys: tuple[str, ...] = ("tool", "scenario")) -> pd.DataFrame:
     """One row per key present on both sides: per metric the ratio, its interval and the verdict."""
-    a_ok, b_ok = a[a["status"] == OK], b[b["status"] == OK]
     pairs = sorted(set(map(tuple, a[list(keys)].values)) & set(map(tuple, b[list(keys)].values)))
+    # each key's ok runs by position, in the metrics' columns only: a selection of every column per key was
+    # most of a report's Docker/host table
+    a_ok, b_ok = (side.loc[side["status"] == OK, [*keys, *METRICS]] for side in (a, b))
+    a_runs, b_runs = ({k if isinstance(k, tuple) else (k,): at for k, at in side.groupby(list(keys)).indices.items()}
+                      for side in (a_ok, b_ok))
     rows = []
     for key in pairs:
         row = dict(zip(keys, key))
-        side_a = a_ok[(a_ok[list(keys)] == pd.Series(key, index=list(keys))).all(axis=1)]
-        side_b = b_ok[(b_ok[list(keys)] == pd.Series(key, index=list(keys))).all(axis=1)]
+        side_a = a_ok.iloc[a_runs.get(key, [])]
+        side_b = b_ok.iloc[b_runs.get(key, [])]
         row.update(runs_a=len(side_a), runs_b=len(side_b))
         for metric, (above, below) in METRICS.items():
             found = change(list(side_a[metric]), list(side_b[metric]))

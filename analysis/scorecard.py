@@ -8,6 +8,7 @@ sentence per tool is generated from the cells, never written by hand.
 from __future__ import annotations
 
 import csv
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -66,7 +67,8 @@ def _closed(df: pd.DataFrame) -> pd.DataFrame:
 
 def _runs_source(runs: pd.DataFrame) -> str:
     """"<folder>/<run_dir> ×n": where the runs' raw files are."""
-    dirs = sorted({f"{r.folder}/{r.run_dir}" for r in runs.itertuples() if isinstance(r.run_dir, str)})
+    dirs = sorted({f"{folder}/{run_dir}" for folder, run_dir in zip(runs["folder"], runs["run_dir"])
+                   if isinstance(run_dir, str)})
     return "; ".join(dirs) + (f" ({len(runs)} runs)" if len(runs) > 1 else "")
 
 
@@ -255,12 +257,10 @@ def declared_feature(feature: str) -> Callable[[str], bool | str | None]:
     return lambda tool: getattr(_adapters()[tool], feature) if tool in _adapters() else None
 
 
+@functools.cache
 def _adapters() -> dict:
     from harness.registry import discover     # reads each adapter's class attributes; starts nothing
-    return _ADAPTERS.setdefault("all", discover())
-
-
-_ADAPTERS: dict[str, dict] = {}
+    return discover()
 
 
 def _missing(column: str, df: pd.DataFrame) -> str:
@@ -286,11 +286,12 @@ def build(df: pd.DataFrame, declarations=adapter_declarations) -> list[dict]:
                "stall": stall_cells(df), "mem_per_vu_kb": mem_cells(df, highest),
                "rps_cv": stability_cells(df), "open_model": open_model_cells(df, declarations),
                **{feature: feature_cells(df, feature, declared_feature(feature)) for feature in ("keepalive_off", "tls")}}
+    missing = {column: _missing(column, df) for column in columns}
     rows = []
     for label in sorted(df["label"].unique()):
         row = {"tool": label}
         for column, cells in columns.items():
-            row[column] = cells.get(label) or Cell(_missing(column, df), None, "")
+            row[column] = cells.get(label) or Cell(missing[column], None, "")
         row["sentence"] = sentence(label, row)
         rows.append(row)
     return rows

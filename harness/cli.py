@@ -281,14 +281,19 @@ def _clean_everywhere(args: argparse.Namespace) -> list[str]:
 
 def _list_tools(_: argparse.Namespace) -> int:
     from harness.runtimes.docker import docker_available, image_exists, tool_image
+    from concurrent.futures import ThreadPoolExecutor
     from harness.runtimes.host import host_version
     docker_up = docker_available() is not None
+    adapters = list(registry.discover().values())
+    # each installed tool's version command at once: one after the other they took ~25 s (the JVM tools' start-ups)
+    with ThreadPoolExecutor() as pool:
+        hosts = list(pool.map(lambda a: host_version(a) if not a.unavailable and a.installed_here() else "not installed",
+                              adapters))
     print(f"{'tool':13} {'folder':10} {'host':18} {'docker image':14} {'rate':6} concurrency model | arrival-rate model")
-    for adapter in registry.discover().values():
+    for adapter, host in zip(adapters, hosts):
         if adapter.unavailable:
             print(f"{adapter.name:13} {adapter.folder.name:10} NOT WORKING: {adapter.unavailable}")
             continue
-        host = host_version(adapter) if adapter.installed_here() else "not installed"
         image = ("built" if image_exists(tool_image(adapter)) else "not built") if docker_up else "no daemon"
         rate = "open" if adapter.open_model else "closed"    # can it pace a rate scenario (openmodel.py)
         print(f"{adapter.name:13} {adapter.folder.name:10} {host:18} {image:14} {rate:6} {adapter.concurrency_model}"

@@ -235,9 +235,11 @@ def test_all_ok_says_so_in_one_line(host_report):
 
 
 def _status_marks(fig, scenario: str) -> dict[str, list[str]]:
-    """The status texts of the facet of ``scenario``, by the y-axis label of the row they sit on."""
+    """The status texts of the facet of ``scenario``, by the y-axis label of the row they sit on (the panels of
+    a row share their y axis: only the leftmost shows its labels)."""
     ax = next(a for a in fig.axes if a.get_visible() and a.get_title().split()[:1] == [scenario])
-    rows = {round(y): t.get_text() for y, t in zip(ax.get_yticks(), ax.get_yticklabels())}
+    ticks = ax.get_yticks()
+    rows = dict(zip(np.round(ticks).astype(int), ax.yaxis.get_major_formatter().format_ticks(ticks)))
     marks = {}
     for text in ax.texts:
         if text.get_gid() == "status":

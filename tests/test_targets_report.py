@@ -8,7 +8,6 @@ from statistics import median
 
 import pytest
 
-from analysis import scorecard
 from analysis.load import load_results
 from analysis.targets import cost_table, proxy_table, slow_backend_table
 
@@ -82,11 +81,14 @@ def test_held_means_every_connection_open_at_the_rate_the_delay_allows():
 
 
 def test_the_report_shows_the_three_tables_and_the_scorecard_columns(report_of):
-    html = report_of(FIXTURES).read_text()
+    index = report_of(FIXTURES)
+    html = index.read_text()
     for table in ("targets-cost-table", "targets-proxy-table", "targets-slow-table"):
         assert f'id="{table}"' in html
-    card = {r["tool"]: r for r in scorecard.build(load_results(*FIXTURES))}
+    # the report's scorecard.csv (scorecard.write_csv: each cell's text and source, the sentence)
+    card = {r["tool"]: r for r in csv.DictReader((index.parent / "scorecard.csv").open(newline=""))}
+    assert set(card) == set(load_results(*FIXTURES)["label"])
     h2load = next(r for label, r in card.items() if label.startswith("h2load"))
-    assert h2load["keepalive_off"].text == "no" and "h2load 1.52.0 has no option" in h2load["keepalive_off"].source
+    assert h2load["keepalive_off"] == "no" and "h2load 1.52.0 has no option" in h2load["keepalive_off_source"]
     wrk = next(r for label, r in card.items() if label.startswith("wrk"))
-    assert wrk["keepalive_off"].text.startswith("yes: RPS ") and "keep-alive off costs it" in wrk["sentence"]
+    assert wrk["keepalive_off"].startswith("yes: RPS ") and "keep-alive off costs it" in wrk["sentence"]
