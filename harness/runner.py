@@ -138,6 +138,8 @@ def _execute(record: RunRecord, sessions: list[Session], adapter: ToolAdapter, s
     rate = openmodel.rate_for(scenario, adapter)
     vus = split_evenly(scenario.vus, len(sessions))
     rates = split_evenly(rate, len(sessions)) if rate else [None] * len(sessions)
+    for session in sessions:   # before the harness's own traffic too (the calibration's probes); the shaped one in _part
+        ensure_allowed(session.target.host, allow_external_target, session.explicit_target)
     with ExitStack() as stack:
         stack.callback(phases.stop, "unshape")
         targets = []

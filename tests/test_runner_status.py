@@ -211,3 +211,23 @@ def test_text_from_outside_is_printed_as_it_is_never_as_markup(tmp_path, capsys)
     out = capsys.readouterr().out
     assert f"results: {folder.path}\n" in out and str(root) in str(folder.path)
     assert "   failed: the tool said [/x] then [bold]loud[/bold]\n" in out
+
+
+def test_a_target_outside_the_harnesss_networks_gets_no_probe_either(tmp_path, monkeypatch):
+    """ensure_allowed comes before the shaping and its calibration probes, not only before the tool (issue 34)."""
+    from contextlib import contextmanager
+
+    from fake_runtime import FakeSession
+    from harness.results import ResultsFolder
+    from harness.target import Target
+
+    class ExternalTarget(FakeRuntime):
+        @contextmanager
+        def session(self, adapter):
+            yield FakeSession(Target("203.0.113.5", 80))
+
+    monkeypatch.setattr(runner, "shaped", lambda *args: pytest.fail("shaped (and probed) before the check"))
+    with ExternalTarget() as runtime:
+        row = runner.run_one(runtime, FakeTool("ok"), Scenario(id="vu2-rtt10", vus=2, rtt_ms=10, duration_s=1),
+                             ResultsFolder.create(tmp_path, "fake"), shaper="toxiproxy")
+    assert row.status == "failed" and row.error.startswith("refusing to load 203.0.113.5"), row.error
