@@ -20,6 +20,7 @@ enough to put a 10 ms profile outside the tolerance it is meant to check.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import socket
 import statistics
@@ -41,8 +42,9 @@ def _connect(host: str, port: int, tls: bool = False) -> socket.socket:
     return ssl._create_unverified_context().wrap_socket(sock)
 
 
-def _exchange(sock: socket.socket, request: bytes) -> None:
-    """Send one GET and read its whole response (headers, then Content-Length bytes of body)."""
+def _exchange(sock: socket.socket, request: bytes) -> tuple[bytes, bytes]:
+    """Send one GET and read its whole response (headers, then Content-Length bytes of body); returns
+    the status line and the body."""
     sock.sendall(request)
     data = b""
     while b"\r\n\r\n" not in data:
@@ -52,6 +54,22 @@ def _exchange(sock: socket.socket, request: bytes) -> None:
                    if line.lower().startswith(b"content-length:")), 0)
     while len(body) < length:
         body += _recv(sock)
+    return head.split(b"\r\n", 1)[0], body
+
+
+def _check(status_line: bytes, body: bytes, url: str, expect_sha256: str | None) -> None:
+    """The target's file, as the harness served it (its SHA-256), from where the tool runs: not some
+    other server the address reached (issue 34: a generator host checked nothing)."""
+    if expect_sha256 is None:
+        return
+    status = status_line.split(b" ")[1:2]
+    if status != [b"200"] or hashlib.sha256(body).hexdigest() != expect_sha256:
+        raise TargetMismatch(f"{url} answered {status_line.decode(errors='replace')!r} with {len(body)} bytes "
+                             "that are not the harness's target file: not the Nginx the harness started")
+
+
+class TargetMismatch(Exception):
+    pass
 
 
 def _recv(sock: socket.socket) -> bytes:
@@ -61,10 +79,11 @@ def _recv(sock: socket.socket) -> bytes:
     return chunk
 
 
-def probe(host: str, port: int, path: str, count: int = 30, tls: bool = False, at: float = 0.0) -> dict:
+def probe(host: str, port: int, path: str, count: int = 30, tls: bool = False, at: float = 0.0,
+          expect_sha256: str | None = None) -> dict:
     request = f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nUser-Agent: lth-rtt-probe\r\n\r\n".encode()
     with _connect(host, port, tls) as sock:
-        _exchange(sock, request)
+        _check(*_exchange(sock, request), f"{host}:{port}{path}", expect_sha256)
         time.sleep(min(MAX_WAIT_S, max(0.0, at - time.time())))
         times, gets_from = [], time.time()
         for _ in range(count):
@@ -81,8 +100,9 @@ def probe(host: str, port: int, path: str, count: int = 30, tls: bool = False, a
             "connect_ms": statistics.median(connects), "gets_from": gets_from, "gets_to": gets_to}
 
 
-def steady(host: str, port: int, path: str, count: int, tls: bool, rtt_ms: float, band_ms: float) -> dict:
-    probes = [probe(host, port, path, count, tls)]
+def steady(host: str, port: int, path: str, count: int, tls: bool, rtt_ms: float, band_ms: float,
+           expect_sha256: str | None = None) -> dict:
+    probes = [probe(host, port, path, count, tls, expect_sha256=expect_sha256)]
     if abs(probes[0]["median_ms"] - rtt_ms) > band_ms:
         probes += [probe(host, port, path, count, tls) for _ in range(2)]
     return {**median_probe(probes), "probes": len(probes)}
@@ -104,11 +124,17 @@ def main(argv: list[str]) -> dict:
                         help="start the timed GETs at this wall-clock time (after the warm-up GET)")
     parser.add_argument("--steady", type=float, nargs=2, metavar=("RTT_MS", "BAND_MS"),
                         help="probe twice more when the first misses RTT_MS by more than BAND_MS; print the median")
+    parser.add_argument("--expect-sha256", metavar="HEX",
+                        help="the first GET must answer 200 with a body of this SHA-256 (exit status 3 if not)")
     args = parser.parse_args(argv)
     if args.steady:
-        return steady(args.host, args.port, args.path, args.count, args.tls, *args.steady)
-    return probe(args.host, args.port, args.path, args.count, args.tls, args.at)
+        return steady(args.host, args.port, args.path, args.count, args.tls, *args.steady, args.expect_sha256)
+    return probe(args.host, args.port, args.path, args.count, args.tls, args.at, args.expect_sha256)
 
 
 if __name__ == "__main__":
-    print(json.dumps(main(sys.argv[1:])))
+    try:
+        print(json.dumps(main(sys.argv[1:])))
+    except TargetMismatch as exc:
+        sys.stderr.write(f"{exc}\n")
+        sys.exit(3)

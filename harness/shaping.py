@@ -24,7 +24,7 @@ from harness import PREFIX
 from harness.errors import HarnessError
 from harness.processes import run, signals_deferred
 from harness.runtimes.base import Session
-from harness.target import Target
+from harness.target import Target, target_file_sha256
 
 SHAPERS = ("auto", "netem", "toxiproxy")
 TOXIPROXY_BIN = Path("/opt/lth/bin/toxiproxy-server")
@@ -127,6 +127,7 @@ def probe_rtt(session: Session, target: Target, rtt_ms: float, count: int | None
     wait_s = max(0.0, at - time.time()) if at is not None else 0.0
     steady = ["--steady", f"{rtt_ms:g}", f"{steady_band_ms:g}"] if steady_band_ms is not None else []
     result = session.run_python(PROBE_SCRIPT, [target.host, str(target.port), target.probe_path, str(count),
+                                               "--expect-sha256", target_file_sha256(),
                                                *(["--tls"] if target.tls else []),
                                                *(["--at", f"{at:.3f}"] if at is not None else []), *steady],
                                 timeout=(180 if steady else 60) + wait_s)

@@ -2,6 +2,7 @@
 server's counters (harness/targets.py starts the stacks)."""
 from __future__ import annotations
 
+import hashlib
 import http.client
 import ipaddress
 import re
@@ -57,6 +58,11 @@ def stage(prefix: Path, listen_address: str | None = None, port: int = 80) -> No
 
 def expected_body_length() -> int:
     return (TARGET_DIR / "html" / TARGET_FILE).stat().st_size
+
+
+def target_file_sha256() -> str:
+    """What the RTT probe checks the target's answer against, from wherever the tool runs."""
+    return hashlib.sha256((TARGET_DIR / "html" / TARGET_FILE).read_bytes()).hexdigest()
 
 
 @dataclass(frozen=True)

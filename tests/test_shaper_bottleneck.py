@@ -13,7 +13,7 @@ import pytest
 from harness.results import RunRow
 from harness.row.bottleneck import fill_shaper, limited_by, shaper_capped, shaper_note
 from harness.shaping import PROBE_SCRIPT, loaded_probe
-from harness.target import TARGET_FILE, Target
+from harness.target import TARGET_DIR, TARGET_FILE, Target
 
 
 def vu1000(**changes) -> RunRow:
@@ -112,7 +112,7 @@ class _Here:
 
 
 def test_the_loaded_probe_times_both_paths_during_the_block(tmp_path):
-    (tmp_path / TARGET_FILE).write_text("x" * 100)
+    (tmp_path / TARGET_FILE).write_bytes((TARGET_DIR / "html" / TARGET_FILE).read_bytes())   # the probe checks it is ours
     _Files.served.clear()
     with _server(_Files, tmp_path) as nginx, _server(_Slow, tmp_path) as proxy:
         session = _Here(nginx)
@@ -139,7 +139,7 @@ class _SlowStart(_Here):
 def test_the_probes_start_up_is_off_the_clock(tmp_path):
     """The processes start ahead (LOADED_PROBE_LEAD_S) and their GETs wait for at_s: a start-up slower than
     at_s's share of the run no longer moves the probe towards the end of the load (or past it)."""
-    (tmp_path / TARGET_FILE).write_text("x" * 100)
+    (tmp_path / TARGET_FILE).write_bytes((TARGET_DIR / "html" / TARGET_FILE).read_bytes())   # the probe checks it is ours
     _Files.arrived.clear()
     with _server(_Files, tmp_path) as nginx, _server(_Slow, tmp_path) as proxy:
         started = time.monotonic()
@@ -153,7 +153,7 @@ def test_the_probes_start_up_is_off_the_clock(tmp_path):
 
 
 def test_a_run_shorter_than_the_probes_start_cancels_it_and_netem_has_none(tmp_path):
-    (tmp_path / TARGET_FILE).write_text("x" * 100)
+    (tmp_path / TARGET_FILE).write_bytes((TARGET_DIR / "html" / TARGET_FILE).read_bytes())   # the probe checks it is ours
     with _server(_Files, tmp_path) as nginx:
         with loaded_probe(_Here(nginx), nginx, "toxiproxy", rtt_ms=10, duration_s=60) as found:
             pass                                            # the tool failed at once

@@ -1,4 +1,5 @@
 import functools
+import hashlib
 import http.server
 import json
 import subprocess
@@ -11,8 +12,8 @@ from harness.errors import HarnessError
 from harness.row import rtt_ok
 from harness import rtt_probe
 from harness.shaping import (PROBE_SCRIPT, Knob, _calibrate, choose_shaper, measure_rtt, measured_rtt, netem_command,
-                             netem_limit)
-from harness.target import Target
+                             netem_limit, probe_rtt)
+from harness.target import Target, target_file_sha256
 
 
 def test_netem_command_for_each_profile():
@@ -151,6 +152,22 @@ def probe_a_real_server(folder, *args: str) -> dict:
     return json.loads(out)
 
 
+def test_the_probe_refuses_a_server_that_does_not_serve_the_harnesss_file(tmp_path):
+    """From wherever a tool runs (a generator host too), the probe's first GET must be the harness's target file
+    (its SHA-256): another server on that address is one line and exit status 3, before any timed GET."""
+    ours = hashlib.sha256(b"x" * 100).hexdigest()
+    assert probe_a_real_server(tmp_path, "3", "--expect-sha256", ours)["count"] == 3
+    with pytest.raises(subprocess.CalledProcessError) as refused:
+        probe_a_real_server(tmp_path, "3", "--expect-sha256", target_file_sha256())
+    assert refused.value.returncode == 3
+    assert refused.value.stderr.count("\n") == 1 and "not the harness's target file" in refused.value.stderr
+    calls = []
+    session = type("Session", (), {"run_python": lambda self, script, args, timeout=60: calls.append(args) or
+                                   subprocess.CompletedProcess(args, 0, json.dumps({"median_ms": 1.0}), "")})()
+    probe_rtt(session, Target("198.18.0.2", 80), 0.1)
+    assert calls[0][calls[0].index("--expect-sha256") + 1] == target_file_sha256()
+
+
 def test_the_probe_times_gets_and_a_fresh_handshake_against_a_real_server(tmp_path):
     figures = probe_a_real_server(tmp_path, "7")
     assert figures["count"] == 7 and 0 < figures["min_ms"] <= figures["median_ms"] <= figures["max_ms"] < 1000
@@ -159,13 +176,13 @@ def test_the_probe_times_gets_and_a_fresh_handshake_against_a_real_server(tmp_pa
 
 def test_a_probe_within_tolerance_stands_alone(monkeypatch):
     medians = iter([10.4, 99.0, 99.0])
-    monkeypatch.setattr(rtt_probe, "probe", lambda *args: {"median_ms": next(medians)})
+    monkeypatch.setattr(rtt_probe, "probe", lambda *args, **kwargs: {"median_ms": next(medians)})
     assert rtt_probe.steady("198.18.0.2", 80, "/", 30, False, 10, 1.0) == {"median_ms": 10.4, "probes": 1}
 
 
 def test_a_probe_that_misses_is_probed_twice_more_and_the_median_kept(monkeypatch):
     medians = iter([11.7, 10.1, 10.3])
-    monkeypatch.setattr(rtt_probe, "probe", lambda *args: {"median_ms": next(medians)})
+    monkeypatch.setattr(rtt_probe, "probe", lambda *args, **kwargs: {"median_ms": next(medians)})
     assert rtt_probe.steady("198.18.0.2", 80, "/", 30, False, 10, 1.0) == {"median_ms": 10.3, "probes": 3}
 
 

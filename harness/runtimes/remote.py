@@ -26,7 +26,7 @@ from harness.adapter import ToolAdapter
 from harness.processes import signals_deferred
 from harness.cpus import CpuSplit, format_cpus
 from harness.errors import HarnessError
-from harness.rtt_probe import probe
+from harness.rtt_probe import TargetMismatch, probe
 from harness.runtimes.base import Runtime, Session, run, undone_on_error
 from harness.runtimes.generator import DOCKER_SWEEP, GeneratorHost, generators_up
 from harness.runtimes.remote_nginx import RemoteNginx
@@ -34,7 +34,7 @@ from harness.sampling import TopSampler
 from harness.runtimes.host import HostSession, local_problems
 from harness.scenarios import Scenario
 from harness.ssh import SshHost, parse_ssh_url
-from harness.target import Target
+from harness.target import Target, target_file_sha256
 
 PROBE = Path(__file__).resolve().parents[1] / "rtt_probe.py"
 
@@ -218,9 +218,14 @@ class RemoteTargetRuntime(Runtime):
 
     def _measure_rtt(self) -> list[dict]:
         """From every generator (here, or each generator host) to the target."""
-        args = [self.target.host, str(self.target.port), self.target.path, str(RTT_PROBES)]
+        args = [self.target.host, str(self.target.port), self.target.path, str(RTT_PROBES),
+                "--expect-sha256", target_file_sha256()]
         if not self.generators:
-            return [{"from": "this machine", **probe(self.target.host, self.target.port, self.target.path, RTT_PROBES)}]
+            try:
+                return [{"from": "this machine", **probe(self.target.host, self.target.port, self.target.path,
+                                                         RTT_PROBES, expect_sha256=target_file_sha256())}]
+            except TargetMismatch as exc:
+                raise HarnessError(f"RTT probe to {self.target.url}: {exc}") from None
         found = []
         for session in self.sessions(None):
             result = session.run_python(PROBE, args)
