@@ -168,18 +168,28 @@ def acquire(name: str = SUITE, what: str = "another benchmark is running on this
     return Held(fd)
 
 
+def _holder_record(name: str) -> dict | None:
+    """What the holder of the lock ``name`` wrote into it (None: nothing readable)."""
+    try:
+        fd = os.open(lock_path(name), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        held = json.loads(os.read(fd, 4096))
+        return held if isinstance(held, dict) else None
+    except (OSError, ValueError):
+        return None
+    finally:
+        os.close(fd)
+
+
 def holder(name: str = SUITE) -> str:
     """Who holds the lock ``name``, as its holder wrote it."""
-    path = lock_path(name)
+    held = _holder_record(name) or {}
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-        try:
-            held = json.loads(os.read(fd, 4096))
-        finally:
-            os.close(fd)
         return f"pid {held['pid']}, `{held['command']}`, since {held['since']}"
-    except (OSError, ValueError, KeyError, TypeError):
-        return f"{path} is held"
+    except KeyError:
+        return f"{lock_path(name)} is held"
 
 
 def record_folder(held: Held, folder: Path) -> None:
@@ -191,17 +201,8 @@ def record_folder(held: Held, folder: Path) -> None:
 
 def _suite_writing(folder: Path) -> str | None:
     """The suite holding the machine's lock, if the folder it writes is ``folder``."""
-    try:
-        fd = os.open(lock_path(SUITE), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        held = json.loads(os.read(fd, 4096))
-        return holder(SUITE) if held.get("folder") == str(folder) else None
-    except (OSError, ValueError, AttributeError):
-        return None
-    finally:
-        os.close(fd)
+    held = _holder_record(SUITE) or {}
+    return holder(SUITE) if held.get("folder") == str(folder) else None
 
 
 @contextmanager

@@ -50,8 +50,7 @@ def rederive(path: Path, adapters: dict[str, ToolAdapter]) -> list[RunRow]:
 
 
 def _check_stored(path: Path, stored: list[dict[str, str]], adapters: dict[str, ToolAdapter]) -> None:
-    for stored_row in stored:
-        inside(path, stored_row["run_dir"], "a run's folder (runs.csv run_dir)")
+    """Every run has its record and an adapter (each run's folders are confined in _derived, before any write)."""
     missing = [r["run_dir"] for r in stored if not (path / r["run_dir"] / RECORD).is_file()]
     if missing:
         raise HarnessError(f"{path} was written before results schema {SCHEMA_VERSION} ({len(missing)} runs have no "

@@ -259,19 +259,18 @@ def read_environment(folder: Path) -> dict:
         raise HarnessError(f"cannot resume {folder}: not a results folder (no {ENVIRONMENT_JSON})")
     try:
         text = path.read_bytes()
-        environment = json.loads(text) if text.strip() else _empty(folder)
+        environment = json.loads(text) if text.strip() else {}
     except (OSError, ValueError) as exc:   # ValueError: not JSON, or not UTF-8
         raise HarnessError(f"cannot resume {folder}: its {ENVIRONMENT_JSON} is unreadable ({exc}); "
                            f"start a new results folder (leave out --resume)") from None
+    if not text.strip():
+        raise HarnessError(f"cannot resume {folder}: its {ENVIRONMENT_JSON} is empty (the run that made it was "
+                           f"stopped while writing it?); start a new results folder (leave out --resume)")
     if not isinstance(environment, dict):
         raise HarnessError(f"cannot resume {folder}: its {ENVIRONMENT_JSON} holds a {type(environment).__name__}, "
                            f"not a mapping; start a new results folder (leave out --resume)")
     return environment
 
-
-def _empty(folder: Path) -> dict:
-    raise HarnessError(f"cannot resume {folder}: its {ENVIRONMENT_JSON} is empty (the run that made it was stopped "
-                       f"while writing it?); start a new results folder (leave out --resume)")
 
 
 def write_meta(run_dir: Path, row: RunRow, extra: dict) -> None:
