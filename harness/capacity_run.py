@@ -120,7 +120,8 @@ def p99_of(row: RunRow) -> float | None:
 def step_of(row: RunRow, rate_rps: int) -> Step:
     return Step(rate_target_rps=rate_rps, rate_achieved_rps=row.rate_achieved_rps, errors=row.errors or 0,
                 requests=row.requests or 0, lat_p99_ms=p99_of(row), tool_saturated=row.tool_saturated,
-                target_saturated=row.target_saturated, status=row.status, error=row.error)
+                target_saturated=row.target_saturated, status=row.status, error=row.error,
+                scheduled_s=row.duration_s)
 
 
 class _Steps:
@@ -182,6 +183,7 @@ def _unsearched(entry: dict, steps: _Steps, started: float, why: str) -> dict:
 
 def _step_result(step: Step, verdict: Verdict, run_dir: str | None) -> dict:
     return {"rate_target_rps": step.rate_target_rps, "rate_achieved_rps": step.rate_achieved_rps,
+            "requests": step.requests, "delivered_fraction": step.delivered_fraction,
             "lat_p99_ms": step.lat_p99_ms, "errors": step.errors, "status": step.status,
             "passed": verdict.passed, "failed": list(verdict.failed), "target_saturated": verdict.target_saturated,
             "run_dir": run_dir}

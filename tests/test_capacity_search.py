@@ -81,6 +81,19 @@ def test_the_limits_are_inclusive_and_the_error_fraction_counts():
     assert judge(step(1000, requests=1000, errors=11), tolerant).limited_by == "errors"
 
 
+def test_with_a_schedule_the_count_decides_to_1pc_and_the_tools_window_to_5pc():
+    """CI, 2026-11-27: oha at 1000 rps for 2 s answered 1,999 of 2,000 requests, but its window (with its
+    1000 connections' start-up) made it 977 rps: that step held the rate."""
+    scheduled = dict(requests=1999, scheduled_s=2.0)
+    assert judge(step(1000, rate_achieved_rps=977.0, **scheduled), CRITERIA).passed
+    assert step(1000, **scheduled).delivered_fraction == pytest.approx(0.9995)
+    assert judge(step(1000, requests=1979, scheduled_s=2.0, rate_achieved_rps=1000.0), CRITERIA).limited_by == "rate"
+    assert judge(step(1000, rate_achieved_rps=949.0, **scheduled), CRITERIA).limited_by == "rate"
+    assert judge(step(1000, rate_achieved_rps=950.0, **scheduled), CRITERIA).passed
+    assert judge(step(1000, rate_achieved_rps=None, **scheduled), CRITERIA).limited_by == "rate"
+    assert step(1000).delivered_fraction is None                    # no schedule: the tool's rate, to 1%
+
+
 def test_criteria_that_cannot_drive_a_search_are_refused():
     for bad in (dict(growth=1.0), dict(resolution=0), dict(max_steps=0), dict(start_rps=0), dict(max_rps=10)):
         with pytest.raises(ValueError):
