@@ -20,7 +20,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from analysis.compare import compare  # noqa: E402
-from analysis.load import scenario_order  # noqa: E402
+from analysis.load import closed_model, scenario_order  # noqa: E402
+from analysis.memory import Slope, slopes  # noqa: E402
 from analysis.uncertainty import NOT_MEASURABLE as FLAGGED, estimate  # noqa: E402
 from harness.row.bottleneck import SATURATED, side  # noqa: E402
 from harness.results import STATUSES  # noqa: E402
@@ -81,11 +82,15 @@ def _facets(df: pd.DataFrame, title: str) -> tuple[plt.Figure, list[tuple[str, p
                              sharey=True)
     for ax in axes.flat[len(scenarios):]:
         ax.set_visible(False)
-    # placed in inches from the top (a fraction of a tall figure's height ran into what is under it); _layout
-    # makes room for it
+    _title(fig, title)
+    return fig, list(zip(scenarios, axes.flat))
+
+
+def _title(fig: plt.Figure, title: str) -> None:
+    """Placed in inches from the top (a fraction of a tall figure's height ran into what is under it); _layout
+    makes room for it."""
     fig.suptitle(title, fontsize=12, x=0.01, y=1 - PAD_IN / fig.get_figheight(), ha="left", va="top", wrap=True,
                  in_layout=False, gid="title")
-    return fig, list(zip(scenarios, axes.flat))
 
 
 PAD_IN = 0.1    # inches between the title, the legend, the panels and the caption
@@ -432,9 +437,25 @@ def bottleneck(df: pd.DataFrame) -> plt.Figure:
 
 req_per_cpu = _simple("req_per_cpu_s", "Efficiency: requests per CPU-second of the tool (requests / tool CPU-seconds "
                       "in the load window)", "requests per CPU-second")
-mem_per_vu = _simple("mem_per_vu_kb", "Memory per VU: (average RSS - the tool's RSS in a 3 s 1-VU run of the same "
-                     "suite) / VUs; not measurable: the run's RSS was not above that baseline", "KiB per VU", 0.0,
-                     not_measurable=lambda df: df["mem_baseline_mb"].notna() & df["mem_per_vu_kb"].isna())
+def mem_per_vu(df: pd.DataFrame) -> plt.Figure:
+    """One bar per tool: the slope of its average RSS over the VU levels of its ok closed-model runs
+    (analysis/memory.py), 95% whiskers from three runs; where there is no slope, why."""
+    found = slopes(closed_model(df[df["status"] == OK]))
+    labels = sorted(df["label"].unique())
+    fig, ax = plt.subplots(figsize=(8, 0.3 * len(labels) + 1.6))
+    _title(fig, "Memory per VU: the least-squares slope of average RSS over the VU levels each tool ran ok "
+                "(closed model), KiB per VU; whiskers: 95% interval from 3 runs")
+    none = Slope(None, why_none="no ok closed-model run")
+    each = [found.get(label, none) for label in labels]
+    stats = pd.DataFrame({"label": labels,
+                          "status": [OK if s.kib_per_vu is not None else f"{NOT_MEASURABLE}: {s.why_none}" for s in each],
+                          "median": [s.kib_per_vu for s in each], "low": [s.low for s in each],
+                          "high": [s.high for s in each]}).astype({"median": float, "low": float, "high": float})
+    _bars(ax, stats, labels, color="tab:purple")
+    ax.axvline(0.0, color="grey", linewidth=0.8)
+    ax.set_xlabel("KiB per VU", fontsize=8)
+    _layout(fig)
+    return fig
 
 
 def counting(df: pd.DataFrame) -> plt.Figure:
@@ -458,5 +479,5 @@ CHARTS: dict[str, tuple[str, Callable[[pd.DataFrame], plt.Figure | None]]] = {
                    "saturated (>= 90% of its CPUs over the load window); Nginx's figure includes Toxiproxy where it shapes the RTT "
                    "(it runs on Nginx's CPUs); the label right of each row is the side that limited the run", bottleneck),
     "req_per_cpu": ("Requests per CPU-second of the tool: efficiency independent of how many cores it got", req_per_cpu),
-    "mem_per_vu": ("Memory per VU above the tool's own 1-VU footprint (measured once per tool per suite)", mem_per_vu),
+    "mem_per_vu": ("Memory per VU: the slope of each tool's RSS over the VU levels it ran", mem_per_vu),
 }

@@ -18,6 +18,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import get_args, get_type_hints
 
+import numpy as np
 import pandas as pd
 
 from harness.adapter import LATENCY_FIELDS
@@ -78,6 +79,13 @@ def default_setup(df: pd.DataFrame) -> pd.Series:
     """Rows against the shootout's target: plain Nginx, keep-alive, HTTP, no backend delay."""
     return ((df["target"] == "nginx") & (df["keepalive"].astype(str) == "True") & (df["tls"].astype(str) == "False")
             & df["backend_delay_ms"].isna())
+
+
+def closed_model(df: pd.DataFrame) -> pd.DataFrame:
+    """The closed-model runs of the shootout's kind: no arrival rate, no stall, the plain Nginx target."""
+    rate = df["rate_target_rps"] if "rate_target_rps" in df else pd.Series(np.nan, index=df.index)
+    stall = df["stall_ms"] if "stall_ms" in df else pd.Series(np.nan, index=df.index)
+    return df[rate.isna() & stall.isna() & default_setup(df)]
 
 
 def _emptied(row: pd.Series) -> set[str]:

@@ -40,7 +40,7 @@ NO_CHART = {"docker_vs_host": "these results hold no run of the same tool and sc
 # title names its column).
 HEADERS = {"rps": "rps", "lat_p50_ms": "p50 ms", "lat_p99_ms": "p99 ms", "lat_added_ms": "added ms",
            "mem_avg_mb": "RSS avg MiB", "mem_peak_mb": "RSS peak MiB", "cpu_avg_pct": "tool CPU %",
-           "target_cpu_pct": "Nginx CPU %", "req_per_cpu_s": "req / CPU-s", "mem_per_vu_kb": "KiB / VU",
+           "target_cpu_pct": "Nginx CPU %", "req_per_cpu_s": "req / CPU-s",
            "limited_by": "limited by"}
 SUMMARY_METRICS = [m for m in HEADERS if m != "limited_by"]     # limited_by is a word, not a spread
 

@@ -13,11 +13,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
+from analysis import memory
 from analysis.charts import OK
-from analysis.load import default_setup, scenario_order
+from analysis.load import closed_model, default_setup, scenario_order
 from analysis.numbers import number
 from analysis.stall import stall_rows, verdict as stall_verdict
 from analysis.uncertainty import CV_LIMIT, Estimate, estimate, rank
@@ -43,7 +43,8 @@ COLUMNS: dict[str, str] = {
     "p99_error_ms": "the tool's p99 minus the wire's p99 (--capture), ms: the largest of its scenarios' medians",
     "stall": "the stall test (scenarios/open-model.yaml): what the tool saw of a 1 s freeze of Nginx, per "
              "connection budget (the scenario's VUs caps connections/users; open-model tools also run with 2,000)",
-    "mem_per_vu_kb": "RSS per VU above the tool's 1-VU footprint, KiB, at the highest VU level it ran ok",
+    "mem_per_vu_kb": "memory per VU: the least-squares slope of the tool's average RSS over the VU levels of its "
+                     "ok closed-model runs, KiB per VU, with its 95% interval from three runs (analysis/memory.py)",
     "rps_cv": "stability: the coefficient of variation of RPS over the runs, worst scenario (> "
               f"{CV_LIMIT:.0%}: not measurable here)",
     "open_model": "whether the tool can send at a fixed arrival rate here (yes), cannot (no), or can but the harness "
@@ -58,13 +59,6 @@ HEADERS = {"req_per_cpu_s": "req / CPU-s", "max_vus_ok": "ok up to VUs", "p50_er
            "rps_cv": "RPS CV", "open_model": "open model", "keepalive_off": "keep-alive off", "tls": "TLS"}
 
 
-def _closed(df: pd.DataFrame) -> pd.DataFrame:
-    """The closed-model runs of the shootout's kind: no arrival rate, no stall, the plain Nginx target."""
-    rate = df["rate_target_rps"] if "rate_target_rps" in df else pd.Series(np.nan, index=df.index)
-    stall = df["stall_ms"] if "stall_ms" in df else pd.Series(np.nan, index=df.index)
-    return df[rate.isna() & stall.isna() & default_setup(df)]
-
-
 def _runs_source(runs: pd.DataFrame) -> str:
     """"<folder>/<run_dir> ×n": where the runs' raw files are."""
     dirs = sorted({f"{folder}/{run_dir}" for folder, run_dir in zip(runs["folder"], runs["run_dir"])
@@ -73,7 +67,7 @@ def _runs_source(runs: pd.DataFrame) -> str:
 
 
 def reference_scenario(df: pd.DataFrame) -> str | None:
-    closed = _closed(df[df["status"] == OK])
+    closed = closed_model(df[df["status"] == OK])
     if closed.empty:
         return None
     order = closed.drop_duplicates("scenario").sort_values(["rtt_target_ms", "vus"], ascending=[True, False])
@@ -109,7 +103,7 @@ def throughput_cells(df: pd.DataFrame) -> dict[str, Cell]:
 
 def max_vus_cells(df: pd.DataFrame) -> dict[str, Cell]:
     cells = {}
-    for label, runs in _closed(df).groupby("label"):
+    for label, runs in closed_model(df).groupby("label"):
         levels = sorted(runs["vus"].dropna().unique())
         highest, broke = None, None
         for vus in levels:
@@ -166,22 +160,16 @@ def stall_cells(df: pd.DataFrame) -> dict[str, Cell]:
     return cells
 
 
-def mem_cells(df: pd.DataFrame, highest: dict[str, Cell]) -> dict[str, Cell]:
+def mem_cells(df: pd.DataFrame) -> dict[str, Cell]:
     cells = {}
-    closed = _closed(df[df["status"] == OK])
-    for label, runs in closed.groupby("label"):
-        top = highest.get(label)
-        vus = top.facts.get("highest") if top else None
-        at = runs[runs["vus"] == vus] if vus else runs[runs["vus"] == runs["vus"].max()]
-        found = estimate(list(at["mem_per_vu_kb"]))
-        scenario = at["scenario"].iloc[0]
-        if found.usable:
-            cells[label] = Cell(f"{number(found.median)} ({scenario})", found.median,
-                                f"{scenario}: {_runs_source(at)}", {"kib": found.median})
-        elif at["mem_baseline_mb"].notna().any() if "mem_baseline_mb" in at else False:
-            cells[label] = Cell(f"not measurable: RSS not above the 1-VU baseline ({scenario})", None, _runs_source(at))
+    closed = closed_model(df[df["status"] == OK])
+    for label, slope in memory.slopes(closed).items():
+        runs = closed[closed["label"] == label]
+        if slope.kib_per_vu is None:
+            cells[label] = Cell(slope.why_none, None, _runs_source(runs))
         else:
-            cells[label] = Cell(found.flag or "no 1-VU baseline in these results", None, _runs_source(at))
+            cells[label] = Cell(slope.describe(), slope.kib_per_vu, _runs_source(runs),
+                                {"kib": slope.kib_per_vu, "spans_zero": slope.spans_zero})
     return cells
 
 
@@ -283,7 +271,7 @@ def build(df: pd.DataFrame, declarations=adapter_declarations) -> list[dict]:
     columns = {"req_per_cpu_s": throughput_cells(df), "max_vus_ok": highest,
                "p50_error_ms": wire_error_cells(df, "tool_error_p50_ms"),
                "p99_error_ms": wire_error_cells(df, "tool_error_p99_ms"),
-               "stall": stall_cells(df), "mem_per_vu_kb": mem_cells(df, highest),
+               "stall": stall_cells(df), "mem_per_vu_kb": mem_cells(df),
                "rps_cv": stability_cells(df), "open_model": open_model_cells(df, declarations),
                **{feature: feature_cells(df, feature, declared_feature(feature)) for feature in ("keepalive_off", "tls")}}
     missing = {column: _missing(column, df) for column in columns}
@@ -327,7 +315,7 @@ def sentence(label: str, row: dict) -> str:
         clauses.append(_stall_clause(stall))
     mem = row["mem_per_vu_kb"].facts
     if mem:
-        clauses.append(f"{number(mem['kib'])} KiB per VU")
+        clauses.append("no memory growth per VU measurable" if mem["spans_zero"] else f"{number(mem['kib'])} KiB per VU")
     stable = row["rps_cv"].facts
     if stable:
         cv = stable["cv"]

@@ -21,14 +21,14 @@ from harness.row import Derived, derive
 from harness.row.record import RECORD, SCHEMA_VERSION, RunRecord
 
 
-def derive_stored(record: RunRecord, adapter: ToolAdapter, run_dir: Path, results_dir: Path) -> Derived:
+def derive_stored(record: RunRecord, adapter: ToolAdapter, run_dir: Path) -> Derived:
     """derive(), with a crash in the derivation made the run's failure (the suite goes on)."""
     try:
-        return derive(record, adapter, run_dir, results_dir)
+        return derive(record, adapter, run_dir)
     except Exception as exc:  # noqa: BLE001 - a bug in one row's derivation must not sink the suite
         crashed = RunRecord(**{**record.__dict__, "error": f"harness error: {type(exc).__name__}: {exc}",
                                "traceback": traceback.format_exc(), "parts": []})
-        return derive(crashed, adapter, run_dir, results_dir)
+        return derive(crashed, adapter, run_dir)
 
 
 def rederive(path: Path, adapters: dict[str, ToolAdapter]) -> list[RunRow]:
@@ -70,11 +70,9 @@ def _derived(path: Path, relative_run_dir: str, adapters: dict[str, ToolAdapter]
                            f"re-derived; restore it from a copy, or rerun that run") from None
     for part in record.parts:
         inside(path, str(Path(relative_run_dir) / part.folder), f"a part's folder ({RECORD} parts[].folder)")
-    if record.baseline:
-        inside(path, record.baseline, f"the baseline's folder ({RECORD} baseline)")
     if record.capture:
         record.capture = reparsed(record.capture, run_dir)
-    return run_dir, derive_stored(record, adapters[record.tool], run_dir, path)
+    return run_dir, derive_stored(record, adapters[record.tool], run_dir)
 
 
 def inside(root: Path, relative: str, what: str) -> Path:

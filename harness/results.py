@@ -77,7 +77,10 @@ class RunRow(Figures, RunSetup):
     tool_saturated: bool | None = column("the tool's CPU >= 90% of its cores over the load window")
     target_saturated: bool | None = column("Nginx's CPU >= 90% of its cores over the load window")
     req_per_cpu_s: float | None = column("requests / the tool's CPU-seconds in the load window")
-    mem_per_vu_kb: float | None = column("(mem_avg_mb - the tool's 1-VU memory) / VUs, KiB; empty when not above that baseline (not measurable)")
+    # Kept for the header (runs.csv columns never move): memory per VU is a slope over a folder's VU levels now
+    # (analysis/memory.py, the report's scorecard); rows before 2026-11-27 hold the old ratio against a 1-VU run.
+    mem_per_vu_kb: float | None = column("empty since 2026-11-27: memory per VU is the report's slope over the VU levels "
+                                         "(analysis/memory.py); before, (mem_avg_mb - a 1-VU run's RSS) / VUs, KiB")
     # Open model and the stall test (issue 13): harness/row/rate.py, harness/row/stall.py.
     rate_model: str = column("in a rate scenario: how the tool paced it (its options), or why it cannot", "")
     rate_target_rps: float | None = column("the arrival rate asked for (empty: closed model)")
@@ -96,8 +99,8 @@ class RunRow(Figures, RunSetup):
                                     "not measured")
     lat_below_resolution: str | None = column("latency columns emptied because they were below the tool's timing "
                                               "resolution (comma-separated)")
-    mem_baseline_mb: float | None = column("the tool's own RSS in a 1-VU run of the same suite (x generators), MiB: "
-                                           "mem_per_vu_kb subtracts it; mem_per_vu_kb empty with this set: not measurable")
+    mem_baseline_mb: float | None = column("empty since 2026-11-27 (see mem_per_vu_kb); before, the tool's RSS in a 1-VU "
+                                           "run of the same suite, MiB")
     wire_connect_ms: float | None = column("median TCP handshake on the wire (client SYN to server SYN-ACK), ms: ~ the "
                                            "RTT when the shaper delays the handshake (netem), ~0 when it does not "
                                            "(Toxiproxy)")

@@ -12,7 +12,7 @@ import statistics
 import time
 import traceback
 from contextlib import ExitStack, contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterator
@@ -30,7 +30,7 @@ from harness.plan import Plan
 from harness.rederive import derive_stored
 from harness.results import ResultsFolder, RunRow, read_meta_row
 from harness.row import merge, rtt_ok
-from harness.row.record import BASELINE_SPEC, Execution, PartRecord, RunRecord, split_fields
+from harness.row.record import Execution, PartRecord, RunRecord, split_fields
 from harness.runtimes import Runtime, Session, make_runtime
 from harness.scenarios import Scenario
 from harness.shaping import (ShaperChoice, choose_shaper, loaded_probe, measured_rtt, netem_available, proxy_pids,
@@ -42,7 +42,6 @@ from harness.targets import Setup
 # escaped or printed with markup=False, or a `[/x]` in it would raise MarkupError mid-suite.
 console = Console(highlight=False, soft_wrap=True)
 SETUP_ESTIMATE_S = 5.0   # per-run overhead assumed for the ETA until one run has been timed
-BASELINE_S = 3           # the 1-VU run whose memory mem_per_vu_kb subtracts
 PART_DIR = "generator-{index}"   # a part's folder when several generators share a run
 
 
@@ -93,7 +92,7 @@ class Phases:
 
 def run_one(runtime: Runtime, adapter: ToolAdapter, scenario: Scenario, folder: ResultsFolder,
             shaper: str = "none", grace: float | None = None, allow_external_target: bool = False,
-            repeat: int = 1, capture: Capture | None = None, baselines: dict[str, str] | None = None) -> RunRow:
+            repeat: int = 1, capture: Capture | None = None) -> RunRow:
     """One run, on every generator the runtime has (one, or several whose parts are merged);
     ``shaper`` is how the scenario's RTT is made where it needs shaping (netem|toxiproxy). The run
     stores its raw files and record.json; its row is derived from them (harness/row). Whatever goes
@@ -113,18 +112,12 @@ def run_one(runtime: Runtime, adapter: ToolAdapter, scenario: Scenario, folder: 
             stack.callback(phases.start, "stop")
             executions = _execute(record, sessions, adapter, scenario, run_dir, capture, allow_external_target,
                                   phases)
-            exited_ok = all(isinstance(e, Execution) and e.exit_code == 0 for e in executions)
-            if baselines is not None and adapter.name not in baselines and exited_ok:
-                with phases.timed("baseline"):
-                    baselines[adapter.name] = measure_baseline(sessions[0], adapter, record.parts[0].url, run_dir,
-                                                               record.grace_s, folder.path)
             with phases.timed("logs"):
                 sessions[0].save_logs(run_dir)
     except HarnessError as exc:
         record.error = str(exc)
     except Exception as exc:  # noqa: BLE001 - a bug or crash in one run must not sink the suite
         record.error, record.traceback = f"harness error: {type(exc).__name__}: {exc}", traceback.format_exc()
-    record.baseline = (baselines or {}).get(adapter.name)
     record.capture = capture.summary()
     return _derive(record, adapter, run_dir, folder)
 
@@ -233,21 +226,9 @@ def _version(session: Session, adapter: ToolAdapter) -> str:
     return _VERSIONS[key]
 
 
-def measure_baseline(session: Session, adapter: ToolAdapter, url: str, run_dir: Path, grace: float,
-                     results_dir: Path) -> str:
-    """A short 1-VU run of the tool in the same session (its RSS is the tool's own footprint, which
-    mem_per_vu_kb subtracts: harness/row); returns its folder, relative to the results folder."""
-    out_dir = run_dir / "baseline-1vu"
-    out_dir.mkdir(exist_ok=True)
-    spec = RunSpec(url=url, vus=1, duration_s=BASELINE_S, out_dir=out_dir, cpus=session.cpus)
-    (out_dir / BASELINE_SPEC).write_text(json.dumps({k: v for k, v in asdict(spec).items() if k != "out_dir"}))
-    execute(session.alone(), adapter.command(spec), out_dir, BASELINE_S + grace, adapter.sampled_process)
-    return str(out_dir.relative_to(results_dir))
-
-
 def _derive(record: RunRecord, adapter: ToolAdapter, run_dir: Path, folder: ResultsFolder) -> RunRow:
     record.save(run_dir)
-    derived = derive_stored(record, adapter, run_dir, folder.path)
+    derived = derive_stored(record, adapter, run_dir)
     derived.write(run_dir)
     return derived.row
 
@@ -322,7 +303,6 @@ class Bench:
     broken: dict[str, str]                # tools the runtime could not prepare, with why
     shaper: ShaperChoice
     no_tcpdump: bool
-    baselines: dict[str, str] = field(default_factory=dict)   # each tool's 1-VU baseline run, measured once
 
     def cannot_run(self, adapter: ToolAdapter) -> str | None:
         """Why the tool cannot run here at all (None: it can)."""
@@ -340,7 +320,7 @@ class Bench:
             row = run_one(self.runtime, adapter, scenario, self.folder, self.shaper.kind, plan.grace_s,
                           plan.allow_external_target, repeat,
                           Capture(plan.capture, "tcpdump is not installed" if self.no_tcpdump else "",
-                                  keep_pcap=plan.keep_pcap), self.baselines)
+                                  keep_pcap=plan.keep_pcap))
         self.folder.append(row)
         _summarise(row, len(plan.split.available))
         return row

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from conftest import FIXTURES
-from harness.row.bottleneck import affinity_note, mem_per_vu_kb, mem_per_vu_note, req_per_cpu_s, saturated, side
+from harness.row.bottleneck import affinity_note, req_per_cpu_s, saturated, side
 from harness.cpus import CpuSplit, choose_split, format_cpus, parse_cpus
 from harness.errors import HarnessError
 from harness.sampling import Sample, TopSampler, read_csv, summarise
@@ -78,14 +78,9 @@ def test_which_side_limited_the_run():
     assert side(None, None, True, None, None, 2) == "not measured"
 
 
-def test_requests_per_cpu_second_and_memory_per_vu():
+def test_requests_per_cpu_second():
     assert req_per_cpu_s(10_000, 50.0, 10.0) == 2000           # 10k requests on half a core for 10 s
     assert req_per_cpu_s(10_000, 0.0, 10.0) is None and req_per_cpu_s(None, 50.0, 10.0) is None
-    assert mem_per_vu_kb(30.0, 10.0, 20) == 1024                # 20 MiB over 20 VUs
-    assert mem_per_vu_kb(30.0, None, 20) is None
-    # Not above the 1-VU baseline (hey in Docker: -264 KiB/VU): not measurable, never negative.
-    assert mem_per_vu_kb(10.0, 15.0, 20) is None and mem_per_vu_kb(15.0, 15.0, 20) is None
-    assert "not measurable" in mem_per_vu_note(10.0, 15.0) and mem_per_vu_note(30.0, 10.0) == ""
 
 
 def test_frames_are_weighted_by_the_time_they_cover():

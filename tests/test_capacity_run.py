@@ -55,7 +55,6 @@ def searched(tmp_path_factory) -> dict:
     root = tmp_path_factory.mktemp("results")
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("LTH_LOCK_DIR", str(tmp_path_factory.mktemp("lock")))    # not the machine's: a benchmark may hold it
-        patch.setattr(runner, "BASELINE_S", 1)
         patch.setattr(runner, "Capture", SpyCapture)
         folder, entries = run_capacity(plan(root), SETTINGS, FakeRuntime())
         first = {"rows": folder.rows(), "folders": folders(folder.path),

@@ -7,8 +7,8 @@ The order, each step reading only what the previous ones set:
   each part: the tool's figures (its parser), its status, its memory and CPU over its load window,
              both sides' CPU and saturation (bottleneck.py)
   the run:   the parts merged (merge.py; one part is the run), the rate and stall columns (rate.py),
-             memory per VU against the tool's 1-VU baseline, the wire columns (wire.py),
-             and the figures of a run that did not end ok withheld.
+             the wire columns (wire.py), and the figures of a run that did not end ok withheld.
+Memory per VU is no row's figure: it is a slope over the VU levels of a results folder (analysis/memory.py).
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from harness.adapter import LATENCY_FIELDS, LatencyHistogram, Metrics, RunSpec, 
 from harness.failure import cause_line, name_the_missing_path
 from harness.results import COLUMNS, RunRow, withhold_results, write_meta
 from harness.row import bottleneck, merge, rate, target, wire
-from harness.row.record import BASELINE_SPEC, SCHEMA_VERSION, Execution, PartRecord, RunRecord, load_execution
+from harness.row.record import SCHEMA_VERSION, Execution, PartRecord, RunRecord, load_execution
 from harness.row.stall import StallRecord
 from harness.sampling import summarise
 from harness.scenarios import Scenario
@@ -57,8 +57,8 @@ def base_row(record: RunRecord, adapter: ToolAdapter) -> RunRow:
                   generators=max(1, len(record.parts)), **target.setup_columns(record))
 
 
-def derive(record: RunRecord, adapter: ToolAdapter, run_dir: Path, results_dir: Path) -> Derived:
-    """The row and meta.json of the run stored in ``run_dir`` (inside ``results_dir``)."""
+def derive(record: RunRecord, adapter: ToolAdapter, run_dir: Path) -> Derived:
+    """The row and meta.json of the run stored in ``run_dir``."""
     scenario = Scenario.model_validate(record.scenario)
     row = base_row(record, adapter)
     meta: dict = {"schema_version": SCHEMA_VERSION, "concurrency_model": adapter.concurrency_model,
@@ -84,13 +84,6 @@ def derive(record: RunRecord, adapter: ToolAdapter, run_dir: Path, results_dir: 
     rate.fill_stall(row, scenario, stalled)
     if record.proxy_beside_tool:
         _note(row, PROXY_BESIDE_TOOL)
-    if record.baseline:
-        baseline = {**baseline_memory(results_dir / record.baseline, adapter), "folder": record.baseline}
-        meta["mem_baseline_1vu"] = baseline
-        footprint = None if baseline["mem_avg_mb"] is None else baseline["mem_avg_mb"] * len(parts)
-        row.mem_per_vu_kb = bottleneck.mem_per_vu_kb(row.mem_avg_mb, footprint, row.vus)
-        row.mem_baseline_mb = footprint
-        _note(row, bottleneck.mem_per_vu_note(row.mem_avg_mb, footprint))
     if record.capture is not None:
         wire.fill(row, record.capture, via_gets, adapter.stops_timing_before_closing)
         meta["wire"] = record.capture
@@ -244,25 +237,6 @@ def _merge(row: RunRow, record: RunRecord,
                  + f"): requests, errors, rps, memory and CPU summed; {how}; RTT: the largest of the parts' "
                  f"({', '.join(f'{r:.2f}' for r in rtts if r is not None)} ms)")
     return summary, how
-
-
-def baseline_memory(folder: Path, adapter: ToolAdapter) -> dict:
-    """The tool's own footprint from its 1-VU baseline run (harness/runner.py): its average RSS over
-    its load window, the part of mem_avg_mb that does not grow with VUs."""
-    execution = load_execution(folder)
-    spec = RunSpec(**{**json.loads((folder / BASELINE_SPEC).read_text()), "out_dir": folder})
-    window = None
-    try:
-        metrics = adapter.parse(ToolOutput(spec, execution.stdout, execution.stderr, execution.exit_code or 0,
-                                           execution.launched_at))
-        if metrics.load_start_s is not None and metrics.measured_s is not None:
-            window = (metrics.load_start_s, metrics.load_start_s + metrics.measured_s)
-    except Exception:  # noqa: BLE001 - without the tool's window the whole run is the window
-        pass
-    usage = summarise(execution.samples, window)
-    ok = execution.exit_code == 0 and not execution.timed_out
-    return {"vus": 1, "duration_s": spec.duration_s, "exit_code": execution.exit_code,
-            "mem_avg_mb": usage.mem_avg_mb if ok else None, "samples": usage.samples}
 
 
 def rtt_ok(measured_ms: float, target_ms: float) -> bool:

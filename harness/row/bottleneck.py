@@ -38,21 +38,6 @@ def req_per_cpu_s(requests: int | None, cpu_pct: float | None, window_s: float |
     return requests / (cpu_pct / 100 * window_s)
 
 
-def mem_per_vu_kb(mem_avg_mb: float | None, baseline_mb: float | None, vus: int) -> float | None:
-    """KiB per VU above the tool's own 1-VU memory; None where the run's memory is not above the
-    baseline's (the per-VU growth is smaller than the sampling noise: not measurable, never negative)."""
-    if mem_avg_mb is None or baseline_mb is None or vus < 1 or mem_avg_mb <= baseline_mb:
-        return None
-    return (mem_avg_mb - baseline_mb) * 1024 / vus
-
-
-def mem_per_vu_note(mem_avg_mb: float | None, baseline_mb: float | None) -> str:
-    if mem_avg_mb is None or baseline_mb is None or mem_avg_mb > baseline_mb:
-        return ""
-    return (f"mem_per_vu_kb not measurable: the run's average RSS {mem_avg_mb:.1f} MiB is not above the tool's 1-VU "
-            f"baseline {baseline_mb:.1f} MiB (per-VU growth below the sampling noise)")
-
-
 def limited_by(row: RunRow, all_cpus: int, contended: bool = False) -> str:
     """Which side limited the run, in a few words (the row's limited_by column)."""
     if row.status != "ok":

@@ -88,11 +88,6 @@ class Session(ABC):
         """One call to the proxy's HTTP API (listening on ``host``:``port`` where the proxy runs)."""
         return call_api(host, port, method, path, body)
 
-    def alone(self) -> "Session":
-        """This session for a run of its own beside a merged one (the 1-VU baseline): never held
-        back to start together with other generators' tools."""
-        return self
-
     def verify(self, target: Target) -> None:
         """The TechEmpower-style check of the target as the tool will address it, from here."""
         target.verify()

@@ -15,7 +15,6 @@ here (`make deps RUNTIME=host` on that machine, the same /opt/lth layout). Per r
 """
 from __future__ import annotations
 
-import copy
 import io
 import json
 import secrets
@@ -253,11 +252,6 @@ class RemoteGeneratorSession(Session):
         if run_dir is not None:
             self._runs[proc.pid] = (run_dir, remote_run)
         return proc
-
-    def alone(self) -> "RemoteGeneratorSession":
-        single = copy.copy(self)
-        single._barrier = None
-        return single
 
     def launcher(self, script: str) -> list[str]:
         """The command here that runs the launcher ``script`` with sh there."""
