@@ -10,6 +10,11 @@ sides of a run are sampled at the same instants by one top. A frame that arrives
 %CPU for an interval top did not measure consistently (382% on two cores), so its CPU figure is
 left out of the average and counted in ``Usage.cpu_frames_dropped``; the other frames are weighted
 by the time since their previous frame.
+
+A frame in which the group's processes hold no memory (summed RSS 0: the tool exiting or a zombie,
+or a process gone between the pid listing and top's frame) is no reading of their memory: it is
+left out of the memory figures and counted in ``Usage.mem_frames_dropped`` (issue 35: such a last
+frame pulled a 3 s run's average down by a quarter).
 """
 from __future__ import annotations
 
@@ -65,6 +70,7 @@ class Usage:
     mem_outside_peak_mb: float | None = None   # peak before/after the load window (start-up, report)
     max_gap_s: float = 0.0                     # longest time between two frames (top can stall)
     cpu_frames_dropped: int = 0                # frames after a stall, left out of cpu_avg_pct
+    mem_frames_dropped: int = 0                # frames in the window with RSS 0 (exiting), left out of memory
     check_top_mb: float | None = None          # the last frame in the window with a memory check:
     check_mb: float | None = None              # top's RSS there, and the independent figure
 
@@ -93,28 +99,36 @@ def parse_kib(text: str) -> float:
     return float(text)
 
 
+def resident(sample: Sample) -> bool:
+    """Whether the frame read the processes' memory: they were listed and held some."""
+    return sample.processes > 0 and sample.rss_mb > 0
+
+
 def summarise(samples: list[Sample], window: tuple[float, float] | None = None) -> Usage:
     """Average and peak over the samples in the load ``window`` (seconds since launch; all
-    samples when None); the peak outside it is kept apart."""
+    samples when None); the peak outside it is kept apart. Memory counts resident frames only."""
     alive = [s for s in samples if s.processes > 0]
     inside = [s for s in alive if window is None or window[0] <= s.t_s <= window[1]]
-    outside = [s for s in alive if s not in inside]
+    outside_peak = max((s.rss_mb for s in alive if s not in inside and resident(s)), default=None)
     if not inside:
-        return Usage(None, None, None, 0, max((s.rss_mb for s in outside), default=None))
+        return Usage(None, None, None, 0, outside_peak)
     since = {id(b): b.t_s - a.t_s for a, b in zip(samples, samples[1:])}   # time each frame covers
+    # An exiting process's last frame keeps its CPU: top measured it over an interval the process ran in.
     rated = [s for s in inside if not s.first_frame and id(s) in since]
     kept = [s for s in rated if since[id(s)] <= STALL_S]
     weight = sum(since[id(s)] for s in kept)
     gaps = [b.t_s - a.t_s for a, b in zip(alive, alive[1:])]
-    checked = [s for s in inside if s.rss_check_mb is not None]
+    memory = [s for s in inside if resident(s)]
+    checked = [s for s in memory if s.rss_check_mb is not None]
     return Usage(
-        mem_avg_mb=fmean(s.rss_mb for s in inside),
-        mem_peak_mb=max(s.rss_mb for s in inside),
+        mem_avg_mb=fmean(s.rss_mb for s in memory) if memory else None,
+        mem_peak_mb=max((s.rss_mb for s in memory), default=None),
         cpu_avg_pct=sum(s.cpu_pct * since[id(s)] for s in kept) / weight if weight else None,
         samples=len(inside),
-        mem_outside_peak_mb=max((s.rss_mb for s in outside), default=None),
+        mem_outside_peak_mb=outside_peak,
         max_gap_s=max(gaps, default=0.0),
         cpu_frames_dropped=len(rated) - len(kept),
+        mem_frames_dropped=len(inside) - len(memory),
         check_top_mb=checked[-1].rss_mb if checked else None,
         check_mb=checked[-1].rss_check_mb if checked else None,
     )

@@ -1,9 +1,8 @@
 """python -m harness rederive: runs.csv and meta.json derived again from a results folder's raw files.
 
 The fixture is a real `harness run --runtime host --tools wrk,ab,k6 --scenarios scenarios/quick.yaml
---duration 3` (vu20-rtt0.1, and vu100-rtt50 through Toxiproxy, each tool's 1-VU baseline), as written.
-The 1-VU baselines are no longer read (memory per VU is a slope: analysis/memory.py): re-derived, the two
-columns they gave are empty and meta.json holds no mem_baseline_1vu."""
+--duration 3` (vu20-rtt0.1, and vu100-rtt50 through Toxiproxy, each tool's 1-VU baseline, no longer read), as
+written."""
 from __future__ import annotations
 
 import csv
@@ -35,36 +34,42 @@ ADDED_SINCE = ["wire_connect_ms", "shaper_cpu_pct", "rtt_loaded_ms", "shaper_add
                "wire_rate_min_window_rps", "wire_gap_cv", "wire_schedule", "target", "keepalive", "tls",
                "backend_delay_ms", "target_stack", "target_version", "server_connections", "proxy_cpu_pct",
                "wire_connections", "wire_requests_per_connection"]
-# Columns a re-derivation leaves empty now (2026-11-27): they came from the 1-VU baseline run.
-RETIRED = {"mem_per_vu_kb": None, "mem_baseline_mb": None}
 # Issue 23's setup columns: a record stored before them was of today's target, keep-alive, plain HTTP.
 SETUP_DEFAULTS = {"target": "nginx", "keepalive": True, "tls": False}
 
 
+# Derived otherwise since STORED was written. Issue 35: a frame with RSS 0 (the tool exiting) is no memory
+# reading; k6's last frame at vu100-rtt50, after its load window, was its mem_startup_peak_mb (0.0).
+CORRECTED = {"vu100-rtt50/k6": {"mem_startup_peak_mb": None}}
+# Emptied since 2026-11-27: they came from the 1-VU baseline run, no longer read (memory per VU is a slope:
+# analysis/memory.py); meta.json holds no mem_baseline_1vu.
+RETIRED = {"mem_per_vu_kb": None, "mem_baseline_mb": None}
+
+
 def added(run_dir: str) -> dict:
-    """The added columns' values a re-derivation of STORED/run_dir gives."""
+    """The added, retired and corrected columns' values a re-derivation of STORED/run_dir gives."""
     usage = json.loads((STORED / run_dir / "meta.json").read_text()).get("target_usage", {})
     return {**dict.fromkeys(ADDED_SINCE), **SETUP_DEFAULTS,
-            "shaper_cpu_pct": usage.get("toxiproxy", {}).get("cpu_avg_pct")}
+            "shaper_cpu_pct": usage.get("toxiproxy", {}).get("cpu_avg_pct"), **RETIRED, **CORRECTED.get(run_dir, {})}
 
 
 def stored_runs_csv() -> bytes:
-    """STORED's runs.csv as a re-derivation writes it now: the added columns last."""
-    header, *rows = (STORED / "runs.csv").read_bytes().removesuffix(b"\r\n").split(b"\r\n")
-    names = header.decode().split(",")
-    rows = [_retired_emptied(names, row) for row in rows]
-    run_dirs = [r["run_dir"] for r in csv.DictReader((STORED / "runs.csv").open(newline=""))]
-    cells = [[_cell(v).encode() for v in added(d).values()] for d in run_dirs]
-    return b"".join(line + b"\r\n" for line in [b",".join([header, *(a.encode() for a in ADDED_SINCE)]),
-                                                  *(b",".join([row, *c]) for row, c in zip(rows, cells))])
+    """STORED's runs.csv as a re-derivation writes it now: corrected, the added columns last."""
+    with (STORED / "runs.csv").open(newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    written = io.StringIO(newline="")
+    writer = csv.DictWriter(written, [*rows[0], *ADDED_SINCE])
+    writer.writeheader()
+    writer.writerows({**row, **{name: _cell(v) for name, v in added(row["run_dir"]).items()}} for row in rows)
+    return written.getvalue().encode()
 
 
-def _retired_emptied(names: list[str], line: bytes) -> bytes:
-    """A stored runs.csv line with the RETIRED columns' cells emptied, written as the harness writes it."""
-    (cells,) = csv.reader([line.decode()])
-    out = io.StringIO()
-    csv.writer(out, lineterminator="").writerow(["" if n in RETIRED else c for n, c in zip(names, cells)])
-    return out.getvalue().encode()
+def stored_meta(meta: Path) -> dict:
+    """A run's stored meta.json as a re-derivation writes it now (the target's groups count exiting frames)."""
+    stored, run_dir = json.loads(meta.read_text()), str(meta.parent.relative_to(STORED))
+    stored.pop("mem_baseline_1vu", None)
+    usage = {name: {**group, "mem_frames_dropped": 0} for name, group in stored.get("target_usage", {}).items()}
+    return {**stored, "row": {**stored["row"], **added(run_dir)}, **({"target_usage": usage} if usage else {})}
 
 
 def copy(tmp_path: Path) -> Path:
@@ -81,10 +86,8 @@ def test_a_stored_folder_derives_to_the_same_runs_csv_byte_for_byte(tmp_path):
     assert (folder / "runs.csv").read_bytes() == stored_runs_csv()
     assert (folder / "runs.csv.before-rederive").read_bytes() == (STORED / "runs.csv").read_bytes()
     for meta in STORED.glob("*/*/meta.json"):
-        again, stored = json.loads((folder / meta.relative_to(STORED)).read_text()), json.loads(meta.read_text())
-        run_dir = str(meta.parent.relative_to(STORED))
-        stored.pop("mem_baseline_1vu", None)
-        assert again == {**stored, "row": {**stored["row"], **RETIRED, **added(run_dir)}}, meta
+        again = json.loads((folder / meta.relative_to(STORED)).read_text())
+        assert again == stored_meta(meta), meta
         assert list(again["row"])[-len(ADDED_SINCE):] == ADDED_SINCE
 
 

@@ -1,12 +1,17 @@
 import os
 import subprocess
 import sys
+from pathlib import Path
+from statistics import fmean
 
 import psutil
 import pytest
 
 from harness.runtimes.host import process_tree
-from harness.sampling import SAMPLER_NICE, Sample, TopSampler, parse_kib, summarise
+from harness.sampling import SAMPLER_NICE, Sample, TopSampler, parse_kib, read_csv, summarise
+
+# A real run's samples.csv (wrk, 100 VUs, host, 3 s): top's last frame still lists wrk, exiting, RSS 0.
+EXITING = Path(__file__).parent / "fixtures" / "sampling" / "wrk-exiting-frame" / "samples.csv"
 
 
 def test_top_units_are_converted_to_kib():
@@ -52,6 +57,32 @@ def test_load_window_separates_startup_peak_from_steady_figures():
     usage = summarise(samples, window=(1.5, 3.5))
     assert usage.mem_avg_mb == 110 and usage.mem_peak_mb == 120 and usage.cpu_avg_pct == 50
     assert usage.mem_outside_peak_mb == 500
+
+
+def test_an_exiting_process_frame_is_no_memory_reading():
+    """Issue 35: the exiting frame took this run's mem_avg_mb from 5.19 to 3.89 MiB. read_csv is what the
+    row's derivation (row.record.load_execution) reads samples.csv with; wrk gives no load window."""
+    samples = read_csv(EXITING)
+    exiting = samples[-1]
+    assert exiting.processes == 1 and exiting.rss_mb == 0
+    held = [s.rss_mb for s in samples[:-1]]
+    usage = summarise(samples)
+    assert usage.mem_avg_mb == pytest.approx(fmean(held)) and usage.mem_peak_mb == max(held)
+    assert usage.mem_frames_dropped == 1 and usage.samples == len(samples)
+    # Its %CPU still counts, weighted by the interval top measured it over (the process ran in it).
+    rated = list(zip(samples, samples[1:]))
+    assert usage.cpu_avg_pct == pytest.approx(sum(b.cpu_pct * (b.t_s - a.t_s) for a, b in rated)
+                                              / (exiting.t_s - samples[0].t_s))
+
+
+def test_an_exiting_frame_after_the_window_is_no_outside_peak_nor_memory_check():
+    """As a stored k6 run's last frame: a zombie, RSS 0 in top and 0 in VmRSS, after the load window."""
+    samples = [Sample(0.2, 52, 40.0, 1, True, 53), Sample(1.2, 62, 30.0, 1, False, 62),
+               Sample(2.2, 63, 21.0, 1, False, 63), Sample(3.2, 0, 21.0, 1, False, 0)]
+    usage = summarise(samples, window=(0.1, 3.1))
+    assert usage.mem_outside_peak_mb is None and usage.mem_frames_dropped == 0
+    assert (usage.check_top_mb, usage.check_mb) == (63, 63)
+    assert summarise(samples).check_top_mb == 63 and summarise(samples).mem_frames_dropped == 1
 
 
 def test_nearest_rank_percentiles_are_observed_values():

@@ -186,6 +186,9 @@ def _figures(row: RunRow, adapter: ToolAdapter, output: ToolOutput, execution: E
         _note(row, f"top sampling stalled: {usage.max_gap_s:.1f} s without a frame, memory/CPU rest on "
                    f"{usage.samples} samples" + (f", CPU leaves out {usage.cpu_frames_dropped} frame(s) that came "
                                                  "after a stall" if usage.cpu_frames_dropped else ""))
+    if usage.mem_frames_dropped:
+        _note(row, f"memory leaves out {usage.mem_frames_dropped} frame(s) in which the tool's processes held no "
+                   "memory (RSS 0: exiting)")
     if execution.timed_out:
         row.status, row.error = "timeout", f"still running {grace_s or 0:.0f} s after its duration: killed"
     elif execution.exit_code != 0:
