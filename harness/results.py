@@ -135,6 +135,10 @@ class RunRow(Figures, RunSetup):
     wire_connections: int | None = column("TCP connections the tool opened on the wire (--capture)")
     wire_requests_per_connection: float | None = column("wire_requests / wire_connections: 1.0 when keep-alive is "
                                                         "really off")
+    # Memory that grows within a run (issue 35): harness/sampling.py growth.
+    mem_growth_mb_per_s: float | None = column("the slope of the tool's RSS over its load window (least squares over "
+                                               "top's frames, 3 at least), MiB/s: memory that grows with time or "
+                                               "requests at a fixed VU count")
 
 
 COLUMNS = [f.name for f in fields(RunRow)]

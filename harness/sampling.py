@@ -39,6 +39,7 @@ _NUM = r"(\d+(?:\.\d+)?)"
 _CPU_IDLE = re.compile(rf"%Cpu(\d+)\s*:.*?{_NUM}\s*id,.*?{_NUM}\s*hi,\s*{_NUM}\s*si")
 MemoryCheck = Callable[[set[int]], "float | None"]   # an independent MiB figure for the same pids
 STALL_S = 1.5   # a frame later than this after the previous one follows a stall (interval 1 s)
+MIN_GROWTH_FRAMES = 3   # a slope over two frames is their difference: one frame's noise
 _UNITS_KIB = {"k": 1, "m": 1024, "g": 1024**2, "t": 1024**3, "p": 1024**4}
 
 
@@ -71,6 +72,7 @@ class Usage:
     max_gap_s: float = 0.0                     # longest time between two frames (top can stall)
     cpu_frames_dropped: int = 0                # frames after a stall, left out of cpu_avg_pct
     mem_frames_dropped: int = 0                # frames in the window with RSS 0 (exiting), left out of memory
+    mem_growth_mb_per_s: float | None = None   # RSS's least-squares slope over the window's frames (3 at least)
     check_top_mb: float | None = None          # the last frame in the window with a memory check:
     check_mb: float | None = None              # top's RSS there, and the independent figure
 
@@ -104,6 +106,18 @@ def resident(sample: Sample) -> bool:
     return sample.processes > 0 and sample.rss_mb > 0
 
 
+def growth(frames: list[Sample]) -> float | None:
+    """How fast RSS rose over these frames, MiB/s (least squares; None below MIN_GROWTH_FRAMES or one instant):
+    a tool whose memory grows with the requests served (Node's heap, a per-request log kept in RAM) rises
+    steadily at a fixed VU count."""
+    if len(frames) < MIN_GROWTH_FRAMES or len({f.t_s for f in frames}) < 2:
+        return None
+    t = [f.t_s for f in frames]
+    mean_t, mean_rss = fmean(t), fmean(f.rss_mb for f in frames)
+    spread = sum((x - mean_t) ** 2 for x in t)
+    return sum((f.t_s - mean_t) * (f.rss_mb - mean_rss) for f in frames) / spread
+
+
 def summarise(samples: list[Sample], window: tuple[float, float] | None = None) -> Usage:
     """Average and peak over the samples in the load ``window`` (seconds since launch; all
     samples when None); the peak outside it is kept apart. Memory counts resident frames only."""
@@ -129,6 +143,7 @@ def summarise(samples: list[Sample], window: tuple[float, float] | None = None) 
         max_gap_s=max(gaps, default=0.0),
         cpu_frames_dropped=len(rated) - len(kept),
         mem_frames_dropped=len(inside) - len(memory),
+        mem_growth_mb_per_s=growth(memory),
         check_top_mb=checked[-1].rss_mb if checked else None,
         check_mb=checked[-1].rss_check_mb if checked else None,
     )

@@ -1,6 +1,7 @@
 """Memory per VU as a slope over VU levels (analysis/memory.py, issue 35), on real rows and on lines whose
 slope is known."""
 import numpy as np
+import pandas as pd
 import pytest
 
 from analysis import load_results
@@ -61,3 +62,15 @@ def test_the_quick_runs_give_every_tool_a_slope_over_20_and_100_vus():
             assert slope.kib_per_vu == pytest.approx(expected)
         else:
             assert slope == Slope(None, levels=slope.levels, runs=slope.runs, why_none=slope.why_none)
+
+
+def test_a_tool_whose_rss_grows_within_its_runs_is_said_to_grow_per_request():
+    """A Node-like tool: +4 MiB/s over 10 s windows at ~60 MiB (67% of its RSS); wrk-like: flat."""
+    rows = [{"label": "node-like", "vus": vus, "mem_avg_mb": 60.0 + vus / 100, "mem_growth_mb_per_s": growth,
+             "measured_s": 10.0} for vus, growth in ((50, 4.0), (100, 3.5), (200, 4.5))]
+    rows += [{"label": "flat", "vus": vus, "mem_avg_mb": 5.0, "mem_growth_mb_per_s": growth, "measured_s": 10.0}
+             for vus, growth in ((50, 0.01), (100, -0.02), (200, 0.0))]
+    found = slopes(pd.DataFrame(rows))
+    assert found["node-like"].grows_mb_per_s == pytest.approx(4.0) and found["node-like"].grows_share == pytest.approx(4 * 10 / 60.5)
+    assert "grows within a run (+4 MiB/s, 66% of its RSS over the load window)" in found["node-like"].describe()
+    assert found["flat"].grows_mb_per_s is None and "grows" not in found["flat"].describe()

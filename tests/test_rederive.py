@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from harness.results import _cell
+from harness.sampling import growth, read_csv, resident
 
 REPO = Path(__file__).resolve().parents[1]
 STORED = next((REPO / "tests" / "fixtures" / "rederive").iterdir())
@@ -29,11 +30,12 @@ def rederive(folder: Path) -> subprocess.CompletedProcess:
 
 # Columns added after STORED was written (new columns only ever go last): re-derived, they are empty
 # there (its runs had no capture and no probe under the load), in runs.csv and in every meta.json's row,
-# except Toxiproxy's CPU, which its stored samples give (the stored meta.json's target_usage has it).
+# except Toxiproxy's CPU, which its stored samples give (the stored meta.json's target_usage has it), and
+# mem_growth_mb_per_s, which the stored samples give (grown).
 ADDED_SINCE = ["wire_connect_ms", "shaper_cpu_pct", "rtt_loaded_ms", "shaper_added_ms", "wire_rate_rps", "wire_rate_cv",
                "wire_rate_min_window_rps", "wire_gap_cv", "wire_schedule", "target", "keepalive", "tls",
                "backend_delay_ms", "target_stack", "target_version", "server_connections", "proxy_cpu_pct",
-               "wire_connections", "wire_requests_per_connection"]
+               "wire_connections", "wire_requests_per_connection", "mem_growth_mb_per_s"]
 # Issue 23's setup columns: a record stored before them was of today's target, keep-alive, plain HTTP.
 SETUP_DEFAULTS = {"target": "nginx", "keepalive": True, "tls": False}
 
@@ -46,11 +48,19 @@ CORRECTED = {"vu100-rtt50/k6": {"mem_startup_peak_mb": None}}
 RETIRED = {"mem_per_vu_kb": None, "mem_baseline_mb": None}
 
 
+def grown(run_dir: str, samples: str = "samples.csv") -> float | None:
+    """The RSS growth over the stored run's load window that harness/sampling.py's growth gives."""
+    window = json.loads((STORED / run_dir / "meta.json").read_text()).get("load_window_s")
+    return growth([f for f in read_csv(STORED / run_dir / samples)
+                   if resident(f) and (window is None or window[0] <= f.t_s <= window[1])])
+
+
 def added(run_dir: str) -> dict:
     """The added, retired and corrected columns' values a re-derivation of STORED/run_dir gives."""
     usage = json.loads((STORED / run_dir / "meta.json").read_text()).get("target_usage", {})
     return {**dict.fromkeys(ADDED_SINCE), **SETUP_DEFAULTS,
-            "shaper_cpu_pct": usage.get("toxiproxy", {}).get("cpu_avg_pct"), **RETIRED, **CORRECTED.get(run_dir, {})}
+            "shaper_cpu_pct": usage.get("toxiproxy", {}).get("cpu_avg_pct"), "mem_growth_mb_per_s": grown(run_dir),
+            **RETIRED, **CORRECTED.get(run_dir, {})}
 
 
 def stored_runs_csv() -> bytes:
@@ -68,7 +78,8 @@ def stored_meta(meta: Path) -> dict:
     """A run's stored meta.json as a re-derivation writes it now (the target's groups count exiting frames)."""
     stored, run_dir = json.loads(meta.read_text()), str(meta.parent.relative_to(STORED))
     stored.pop("mem_baseline_1vu", None)
-    usage = {name: {**group, "mem_frames_dropped": 0} for name, group in stored.get("target_usage", {}).items()}
+    usage = {name: {**group, "mem_frames_dropped": 0, "mem_growth_mb_per_s": grown(run_dir, f"samples-{name}.csv")}
+             for name, group in stored.get("target_usage", {}).items()}
     return {**stored, "row": {**stored["row"], **added(run_dir)}, **({"target_usage": usage} if usage else {})}
 
 

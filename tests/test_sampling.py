@@ -85,6 +85,15 @@ def test_an_exiting_frame_after_the_window_is_no_outside_peak_nor_memory_check()
     assert summarise(samples).check_top_mb == 63 and summarise(samples).mem_frames_dropped == 1
 
 
+def test_memory_growing_within_the_run_is_its_slope_over_the_window():
+    rising = [Sample(t, 50 + 4 * t, 10.0, 1, t == 0) for t in (0, 1, 2, 3, 4, 5)]   # 4 MiB/s, as Node's heap grows
+    assert summarise(rising).mem_growth_mb_per_s == pytest.approx(4.0)
+    assert summarise(rising, (2.0, 5.0)).mem_growth_mb_per_s == pytest.approx(4.0)
+    assert summarise(rising, (1.0, 2.0)).mem_growth_mb_per_s is None           # two frames: no slope
+    # wrk's real run: flat at ~5.2 MiB; the exiting frame (RSS 0) would have made it -1.6 MiB/s
+    assert abs(summarise(read_csv(EXITING)).mem_growth_mb_per_s) < 0.1
+
+
 def test_nearest_rank_percentiles_are_observed_values():
     from harness.stats import latency_metrics
     metrics = latency_metrics([float(v) for v in range(1, 101)], requests=100)

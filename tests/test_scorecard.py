@@ -19,7 +19,7 @@ QUICK3 = sorted((REPO / "tests" / "fixtures" / "scorecard").glob("*"))  # make b
 # what an empty cell may say: why it is empty and what would fill it
 EXPLAINED = re.compile(r"^(not captured: run with CAPTURE=1|no stall run in these results: make bench-all "
                        r"SCENARIOS=scenarios/open-model\.yaml|no ok .*|one run: no spread \(REPEAT=3 or more\)|"
-                       r"not measurable.*|not reported: .*|none: .*|unknown: .*|one VU level \(\d+\): a slope needs two|"
+                       r"not measurable.*|not reported: .*|none: .*|unknown: .*|one VU level \(\d+\): a slope needs two(; grows within a run .*)?|"
                        r"no run with memory samples)$")
 FOLDERS = {"sample": SAMPLE, "stall": [STALL], "quick-repeat3": QUICK3}
 

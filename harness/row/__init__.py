@@ -181,6 +181,7 @@ def _figures(row: RunRow, adapter: ToolAdapter, output: ToolOutput, execution: E
     usage = summarise(execution.samples, window)
     row.mem_avg_mb, row.mem_peak_mb, row.cpu_avg_pct = usage.mem_avg_mb, usage.mem_peak_mb, usage.cpu_avg_pct
     row.mem_startup_peak_mb = usage.mem_outside_peak_mb
+    row.mem_growth_mb_per_s = usage.mem_growth_mb_per_s
     if usage.max_gap_s > SAMPLE_GAP_WARN_S or usage.cpu_frames_dropped:
         # Seen in Docker with both cores saturated: top itself stops printing for seconds.
         _note(row, f"top sampling stalled: {usage.max_gap_s:.1f} s without a frame, memory/CPU rest on "
@@ -228,7 +229,7 @@ def _merge(row: RunRow, record: RunRecord,
             setattr(row, name, getattr(figures, name))
     measured = [p.measured_s for p in rows if p.measured_s is not None]
     row.measured_s = max(measured) if measured else None
-    for name in ("mem_avg_mb", "mem_peak_mb", "cpu_avg_pct"):
+    for name in ("mem_avg_mb", "mem_peak_mb", "cpu_avg_pct", "mem_growth_mb_per_s"):
         values = [getattr(p, name) for p in rows]
         setattr(row, name, None if None in values else sum(values))
     row.tool_saturated = any(p.tool_saturated for p in rows) if all(p.tool_saturated is not None for p in rows) else None
