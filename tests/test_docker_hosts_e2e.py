@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, LabRun, harness, require_root_tools, rows, selected_tools
+from harness.row.bottleneck import MEMORY_CHECK_TOLERANCE
 from harness.runtimes.docker import docker_available
 from harness.ssh import SSH_CONFIG_ENV, parse_ssh_url
 from harness.lab import lab, missing
@@ -183,7 +184,9 @@ def test_tools_here_in_containers_load_a_target_named_by_a_docker_context(tmp_pa
     assert_counted(row)
     meta = json.loads((tmp_path / "results" / "latest" / row["run_dir"] / "meta.json").read_text())
     assert meta["ran_on"].startswith("this machine, in a container of lth-tool-wrk:latest")
-    assert float(row["mem_avg_mb"]) > 0 and meta["memory_check"]["method"] == "the container's cgroup memory"
+    check = meta["memory_check"]
+    assert float(row["mem_avg_mb"]) > 0 and check["method"] == "the container's cgroup anon + mapped file memory"
+    assert check["check_mb"] == pytest.approx(check["top_mb"], rel=MEMORY_CHECK_TOLERANCE), check   # like with like
 
 
 def test_sigint_removes_the_containers_on_every_host(tmp_path, hosts):
