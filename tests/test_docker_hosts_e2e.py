@@ -185,7 +185,7 @@ def test_tools_here_in_containers_load_a_target_named_by_a_docker_context(tmp_pa
     meta = json.loads((tmp_path / "results" / "latest" / row["run_dir"] / "meta.json").read_text())
     assert meta["ran_on"].startswith("this machine, in a container of lth-tool-wrk:latest")
     check = meta["memory_check"]
-    assert float(row["mem_avg_mb"]) > 0 and check["method"] == "the container's cgroup anon + mapped file memory"
+    assert float(row["mem_avg_mb"]) > 0 and check["method"] == "VmRSS of the same processes (/proc)"
     assert check["check_mb"] == pytest.approx(check["top_mb"], rel=MEMORY_CHECK_TOLERANCE), check   # like with like
 
 
