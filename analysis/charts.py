@@ -311,7 +311,9 @@ def latency_accuracy(df: pd.DataFrame) -> plt.Figure | None:
 
 
 def memory(df: pd.DataFrame) -> plt.Figure:
-    fig, facets = _facets(df, "Memory of the load generator: average and peak RSS (top, 1 s)")
+    runtimes = ", ".join(sorted(df["runtime"].dropna().unique()))
+    fig, facets = _facets(df, f"Memory of the load generator: average and peak RSS (top's RES, 1 s) over the load "
+                              f"window, per tool and VU level; runtime: {runtimes}")
     labels = sorted(df["label"].unique())
     peak, average = (by_scenario(spread(df, metric)) for metric in ("mem_peak_mb", "mem_avg_mb"))
     for scenario, ax in facets:

@@ -287,6 +287,13 @@ def test_a_run_that_did_not_end_ok_has_no_figure_in_the_summary(with_failures, r
     assert stats.loc[("rate1000-rtt10", "hey"), "status"] == "failed"
 
 
+def test_the_memory_chart_names_its_runtimes():
+    from analysis.charts import memory
+    df = with_limits(load_results(*SAMPLE))
+    title = next(t for t in memory(df).texts if t.get_gid() == "title").get_text()
+    assert title.endswith("runtime: docker, host") and "average and peak" in title
+
+
 def test_the_memory_per_vu_chart_draws_each_slope_and_says_why_a_tool_has_none():
     from analysis.charts import NOT_MEASURABLE, mem_per_vu
     base = {"status": "ok", "rtt_target_ms": 50, "target": "nginx", "keepalive": True, "tls": False,
