@@ -45,7 +45,7 @@ class Slope:
 
     def describe(self) -> str:
         grows = (f"; grows within a run (+{self.grows_mb_per_s:.2g} MiB/s, {self.grows_share:.0%} of its RSS over "
-                 f"the load window): part of it is per request, not per VU" if self.grows_mb_per_s is not None else "")
+                 f"the load window): with time or requests served, not VUs" if self.grows_mb_per_s is not None else "")
         if self.kib_per_vu is None:
             return self.why_none + grows
         levels = "/".join(str(v) for v in self.levels)

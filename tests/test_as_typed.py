@@ -6,6 +6,7 @@ report must be there. tests/test_tools_e2e.py checks each tool's rows of the sam
 The counts come from the registry and scenarios/quick.yaml, never from a number written here.
 """
 import csv
+import re
 import json
 import os
 import shutil
@@ -35,6 +36,23 @@ def test_bench_quick_as_typed_runs_every_tool_ok(bench_quick, runtime):
     assert {(r["scenario"], r["tool"]) for r in typed.rows} == expected_runs(), typed.output
     assert typed.result.returncode == 0, typed.output
     assert {r["runtime"] for r in typed.rows} == {runtime}
+
+
+@pytest.mark.parametrize("runtime", ["docker", "host"])
+def test_every_tools_memory_is_cross_checked_like_with_like_and_per_vu_is_a_slope(bench_quick, runtime):
+    """Issue 35: top's RSS against VmRSS of the same processes in both runtimes (Docker's cgroup memory fired on
+    32 of 38 rows: a check that always fires checks nothing); memory per VU is the scorecard's slope over the
+    quick start's two VU levels, no row's figure."""
+    typed = bench_quick(runtime)
+    noted = [f"{r['scenario']} {r['tool']}: {r['notes']}" for r in typed.rows if "memory check:" in r["notes"]]
+    assert noted == [], noted
+    for row in typed.rows:
+        check = run_meta(typed, row)["memory_check"]
+        assert check["check_mb"] == pytest.approx(check["top_mb"], rel=0.02), (row["tool"], check)
+        assert row["mem_per_vu_kb"] == row["mem_baseline_mb"] == "" and row["mem_growth_mb_per_s"] != ""
+    card = {r["tool"]: r for r in csv.DictReader((typed.folder / "report" / "scorecard.csv").open())}
+    assert all(re.match(r"-?[\d,]+ \(two runs: no interval\) KiB/VU over 20/100 VUs", card[t]["mem_per_vu_kb"])
+               for t in {r["tool"] for r in typed.rows}), {t: c["mem_per_vu_kb"] for t, c in card.items()}
 
 
 @pytest.mark.parametrize("runtime", ["docker", "host"])
