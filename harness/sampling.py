@@ -133,7 +133,8 @@ def summarise(samples: list[Sample], window: tuple[float, float] | None = None) 
     weight = sum(since[id(s)] for s in kept)
     gaps = [b.t_s - a.t_s for a, b in zip(alive, alive[1:])]
     memory = [s for s in inside if resident(s)]
-    checked = [s for s in memory if s.rss_check_mb is not None]
+    # A check of 0 read the processes gone or exiting after top's frame: no reading (as an RSS of 0 is none).
+    checked = [s for s in memory if s.rss_check_mb]
     return Usage(
         mem_avg_mb=fmean(s.rss_mb for s in memory) if memory else None,
         mem_peak_mb=max((s.rss_mb for s in memory), default=None),
@@ -166,15 +167,18 @@ def allowed_cpus(pid: int) -> dict | None:
 
 
 def vmrss_mb(pids: set[int]) -> float | None:
-    """Summed VmRSS of /proc/<pid>/status (None when no process could be read)."""
+    """Summed VmRSS of /proc/<pid>/status (None when no process could be read). A process without a
+    VmRSS line (a zombie: exited, not yet reaped) holds no memory and is no reading: counted as 0, it made
+    k6's last check 0.0 MiB against top's 65 MiB read a moment before it exited."""
     total, read = 0, 0
     for pid in pids:
         try:
             with open(f"/proc/{pid}/status") as handle:
-                total += next((int(line.split()[1]) for line in handle if line.startswith("VmRSS:")), 0)
-                read += 1
+                rss = next((int(line.split()[1]) for line in handle if line.startswith("VmRSS:")), None)
         except (OSError, ValueError):
             continue
+        if rss is not None:
+            total, read = total + rss, read + 1
     return total / 1024 if read else None
 
 

@@ -17,6 +17,7 @@ import pytest
 from conftest import make_as_typed, rederived_differences, selected_tools
 from harness import REPO_ROOT, registry, scenarios
 from harness.row import rtt_ok
+from harness.sampling import MIN_GROWTH_FRAMES
 from harness.shaping import netem_available
 
 pytestmark = pytest.mark.e2e
@@ -47,9 +48,12 @@ def test_every_tools_memory_is_cross_checked_like_with_like_and_per_vu_is_a_slop
     noted = [f"{r['scenario']} {r['tool']}: {r['notes']}" for r in typed.rows if "memory check:" in r["notes"]]
     assert noted == [], noted
     for row in typed.rows:
-        check = run_meta(typed, row)["memory_check"]
+        meta = run_meta(typed, row)
+        check = meta["memory_check"]
         assert check["check_mb"] == pytest.approx(check["top_mb"], rel=0.02), (row["tool"], check)
-        assert row["mem_per_vu_kb"] == row["mem_baseline_mb"] == "" and row["mem_growth_mb_per_s"] != ""
+        assert row["mem_per_vu_kb"] == row["mem_baseline_mb"] == ""
+        # a 3 s run's window can hold two frames (drill, JMeter, k6): no slope over two (MIN_GROWTH_FRAMES)
+        assert row["mem_growth_mb_per_s"] != "" or meta["samples"] <= MIN_GROWTH_FRAMES, (row["tool"], meta["samples"])
     card = {r["tool"]: r for r in csv.DictReader((typed.folder / "report" / "scorecard.csv").open())}
     assert all(re.match(r"-?[\d,]+ \(two runs: no interval\) KiB/VU over 20/100 VUs", card[t]["mem_per_vu_kb"])
                for t in {r["tool"] for r in typed.rows}), {t: c["mem_per_vu_kb"] for t, c in card.items()}

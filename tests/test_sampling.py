@@ -1,6 +1,7 @@
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from statistics import fmean
 
@@ -8,7 +9,7 @@ import psutil
 import pytest
 
 from harness.runtimes.host import process_tree
-from harness.sampling import SAMPLER_NICE, Sample, TopSampler, parse_kib, read_csv, summarise
+from harness.sampling import SAMPLER_NICE, Sample, TopSampler, parse_kib, read_csv, summarise, vmrss_mb
 
 # A real run's samples.csv (wrk, 100 VUs, host, 3 s): top's last frame still lists wrk, exiting, RSS 0.
 EXITING = Path(__file__).parent / "fixtures" / "sampling" / "wrk-exiting-frame" / "samples.csv"
@@ -83,6 +84,27 @@ def test_an_exiting_frame_after_the_window_is_no_outside_peak_nor_memory_check()
     assert usage.mem_outside_peak_mb is None and usage.mem_frames_dropped == 0
     assert (usage.check_top_mb, usage.check_mb) == (63, 63)
     assert summarise(samples).check_top_mb == 63 and summarise(samples).mem_frames_dropped == 1
+
+
+def test_a_check_that_read_the_process_gone_is_no_reading():
+    """The host quick start's k6 at vu100-rtt50 (2026-11-27): top read 65.4 MiB, then VmRSS found k6 a zombie
+    (no VmRSS line) and said 0.0: the row's note claimed -100%. The frame before holds the check."""
+    samples = [Sample(0.2, 52, 40.0, 1, True, 52), Sample(1.2, 62, 30.0, 1, False, 62.1),
+               Sample(2.2, 65.4, 21.0, 1, False, 0.0)]
+    assert (summarise(samples).check_top_mb, summarise(samples).check_mb) == (62, 62.1)
+
+
+def test_a_zombie_has_no_vmrss_and_is_no_reading():
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    deadline = time.monotonic() + 10
+    while psutil.Process(child.pid).status() != psutil.STATUS_ZOMBIE and time.monotonic() < deadline:
+        time.sleep(0.05)
+    try:
+        assert psutil.Process(child.pid).status() == psutil.STATUS_ZOMBIE
+        assert vmrss_mb({child.pid}) is None                       # not 0.0
+        assert vmrss_mb({child.pid, os.getpid()}) == pytest.approx(vmrss_mb({os.getpid()}), rel=0.05)
+    finally:
+        child.wait()
 
 
 def test_memory_growing_within_the_run_is_its_slope_over_the_window():
