@@ -164,12 +164,8 @@ def mem_cells(df: pd.DataFrame) -> dict[str, Cell]:
     cells = {}
     closed = closed_model(df[df["status"] == OK])
     for label, slope in memory.slopes(closed).items():
-        runs = closed[closed["label"] == label]
-        if slope.kib_per_vu is None:
-            cells[label] = Cell(slope.why_none, None, _runs_source(runs))
-        else:
-            cells[label] = Cell(slope.describe(), slope.kib_per_vu, _runs_source(runs),
-                                {"kib": slope.kib_per_vu, "spans_zero": slope.spans_zero})
+        facts = {} if slope.kib_per_vu is None else {"kib": slope.kib_per_vu, "spans_zero": slope.spans_zero}
+        cells[label] = Cell(slope.describe(), slope.kib_per_vu, _runs_source(closed[closed["label"] == label]), facts)
     return cells
 
 

@@ -26,7 +26,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from statistics import fmean
+from statistics import fmean, linear_regression
 from typing import Callable
 
 import psutil
@@ -112,10 +112,7 @@ def growth(frames: list[Sample]) -> float | None:
     steadily at a fixed VU count."""
     if len(frames) < MIN_GROWTH_FRAMES or len({f.t_s for f in frames}) < 2:
         return None
-    t = [f.t_s for f in frames]
-    mean_t, mean_rss = fmean(t), fmean(f.rss_mb for f in frames)
-    spread = sum((x - mean_t) ** 2 for x in t)
-    return sum((f.t_s - mean_t) * (f.rss_mb - mean_rss) for f in frames) / spread
+    return linear_regression([f.t_s for f in frames], [f.rss_mb for f in frames]).slope
 
 
 def summarise(samples: list[Sample], window: tuple[float, float] | None = None) -> Usage:
