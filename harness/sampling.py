@@ -15,6 +15,12 @@ A frame in which the group's processes hold no memory (summed RSS 0: the tool ex
 or a process gone between the pid listing and top's frame) is no reading of their memory: it is
 left out of the memory figures and counted in ``Usage.mem_frames_dropped`` (issue 35: such a last
 frame pulled a 3 s run's average down by a quarter).
+
+The memory check reads VmRSS of the same pids right after top printed a frame, so after top read it and
+before top reads the next one. Memory moves in between (oha keeps every result: 7 MiB/s; a tool that stopped
+its users frees memory as it exits), so the check is judged against the range top itself saw over that
+interval: this frame's RSS and the next resident frame's (``check_span``). A frame with no resident frame
+after it has no such range and holds no check.
 """
 from __future__ import annotations
 
@@ -73,8 +79,9 @@ class Usage:
     cpu_frames_dropped: int = 0                # frames after a stall, left out of cpu_avg_pct
     mem_frames_dropped: int = 0                # frames in the window with RSS 0 (exiting), left out of memory
     mem_growth_mb_per_s: float | None = None   # RSS's least-squares slope over the window's frames (3 at least)
-    check_top_mb: float | None = None          # the last frame in the window with a memory check:
-    check_mb: float | None = None              # top's RSS there, and the independent figure
+    check_top_mb: float | None = None          # the last frame in the window with a memory check and a
+    check_next_top_mb: float | None = None     # resident frame after it: top's RSS there and one frame later,
+    check_mb: float | None = None              # and the independent figure read between the two
 
 
 def only_named(pids: PidSource, name: str) -> PidSource:
@@ -115,6 +122,14 @@ def growth(frames: list[Sample]) -> float | None:
     return linear_regression([f.t_s for f in frames], [f.rss_mb for f in frames]).slope
 
 
+def check_span(top_mb: float, next_top_mb: float, check_mb: float) -> float:
+    """How far the check lies outside the range top read around it, relative to the nearer end (0 inside)."""
+    low, high = sorted((top_mb, next_top_mb))
+    if check_mb > high:
+        return check_mb / high - 1
+    return check_mb / low - 1 if check_mb < low else 0.0
+
+
 def summarise(samples: list[Sample], window: tuple[float, float] | None = None) -> Usage:
     """Average and peak over the samples in the load ``window`` (seconds since launch; all
     samples when None); the peak outside it is kept apart. Memory counts resident frames only."""
@@ -131,7 +146,8 @@ def summarise(samples: list[Sample], window: tuple[float, float] | None = None) 
     gaps = [b.t_s - a.t_s for a, b in zip(alive, alive[1:])]
     memory = [s for s in inside if resident(s)]
     # A check of 0 read the processes gone or exiting after top's frame: no reading (as an RSS of 0 is none).
-    checked = [s for s in memory if s.rss_check_mb]
+    following = {id(a): b for a, b in zip(samples, samples[1:]) if resident(b)}
+    checked = [s for s in memory if s.rss_check_mb and id(s) in following]
     return Usage(
         mem_avg_mb=fmean(s.rss_mb for s in memory) if memory else None,
         mem_peak_mb=max((s.rss_mb for s in memory), default=None),
@@ -143,6 +159,7 @@ def summarise(samples: list[Sample], window: tuple[float, float] | None = None) 
         mem_frames_dropped=len(inside) - len(memory),
         mem_growth_mb_per_s=growth(memory),
         check_top_mb=checked[-1].rss_mb if checked else None,
+        check_next_top_mb=following[id(checked[-1])].rss_mb if checked else None,
         check_mb=checked[-1].rss_check_mb if checked else None,
     )
 
@@ -258,10 +275,10 @@ class TopSampler:
                 # top prints a frame at once: the tool's pids as of its header are the frame's pids.
                 columns, frame = None, []
                 wanted = {name: source() for name, source in self._sources.items()}
+                # Read now, next to top's own reading of the frame (_record runs a frame later; affinity after).
+                check = self._check(wanted[""]) if self._check and wanted[""] else None
                 if self._local:
                     self._note_affinity(wanted)
-                # Read now, next to top's own reading of the frame (_record runs a frame later).
-                check = self._check(wanted[""]) if self._check and wanted[""] else None
                 frame_at = time.monotonic()
                 self._first_frame.set()
             elif line.startswith("%Cpu"):

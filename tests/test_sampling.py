@@ -9,7 +9,9 @@ import psutil
 import pytest
 
 from harness.runtimes.host import process_tree
-from harness.sampling import SAMPLER_NICE, Sample, TopSampler, parse_kib, read_csv, summarise, vmrss_mb
+from harness.row.bottleneck import memory_note
+from harness.sampling import (SAMPLER_NICE, Sample, TopSampler, Usage, check_span, parse_kib, read_csv, summarise,
+                             vmrss_mb)
 
 # A real run's samples.csv (wrk, 100 VUs, host, 3 s): top's last frame still lists wrk, exiting, RSS 0.
 EXITING = Path(__file__).parent / "fixtures" / "sampling" / "wrk-exiting-frame" / "samples.csv"
@@ -82,8 +84,9 @@ def test_an_exiting_frame_after_the_window_is_no_outside_peak_nor_memory_check()
                Sample(2.2, 63, 21.0, 1, False, 63), Sample(3.2, 0, 21.0, 1, False, 0)]
     usage = summarise(samples, window=(0.1, 3.1))
     assert usage.mem_outside_peak_mb is None and usage.mem_frames_dropped == 0
-    assert (usage.check_top_mb, usage.check_mb) == (63, 63)
-    assert summarise(samples).check_top_mb == 63 and summarise(samples).mem_frames_dropped == 1
+    # the last window frame has no resident frame after it: the one before holds the check, 63 one frame later
+    assert (usage.check_top_mb, usage.check_next_top_mb, usage.check_mb) == (62, 63, 62)
+    assert summarise(samples).check_top_mb == 62 and summarise(samples).mem_frames_dropped == 1
 
 
 def test_a_check_that_read_the_process_gone_is_no_reading():
@@ -92,6 +95,36 @@ def test_a_check_that_read_the_process_gone_is_no_reading():
     samples = [Sample(0.2, 52, 40.0, 1, True, 52), Sample(1.2, 62, 30.0, 1, False, 62.1),
                Sample(2.2, 65.4, 21.0, 1, False, 0.0)]
     assert (summarise(samples).check_top_mb, summarise(samples).check_mb) == (62, 62.1)
+
+
+# Two quick-start frames from 2026-11-27 (top's RSS, VmRSS read after it, top's RSS one frame later) that the
+# check against top's own frame alone flagged: oha storing every result (host), siege exiting after its users
+# stopped (Docker; the run's last frame, nothing after it).
+OHA_GROWING = [Sample(0.172, 13.777, 80, 1, True, 13.797), Sample(1.172, 20.242, 91, 1, False, 20.258),
+               Sample(2.183, 27.129, 76.2, 1, False, 28.074)]
+SIEGE_EXITING = [Sample(0.177, 17.016, 56.2, 1, True, 17.094), Sample(1.183, 17.172, 99, 1, False, 17.172),
+                 Sample(2.185, 17.340, 100, 1, False, 9.930)]
+
+
+@pytest.mark.parametrize("samples", [OHA_GROWING, SIEGE_EXITING], ids=["oha", "siege"])
+def test_the_check_is_judged_against_the_range_top_read_around_it(samples):
+    usage = summarise(samples)
+    assert (usage.check_top_mb, usage.check_next_top_mb) == (samples[1].rss_mb, samples[2].rss_mb)
+    assert memory_note(usage, "VmRSS") == ""
+    last = samples[-1]   # judged alone, against its own frame, as CI's as-typed test did (to 2%)
+    assert abs(last.rss_check_mb / last.rss_mb - 1) > 0.02
+
+
+@pytest.mark.parametrize(("top", "following", "check", "outside"),
+                         [(20, 27, 24, 0.0), (27, 20, 24, 0.0), (20, 27, 30, 30 / 27 - 1), (20, 27, 15, -0.25)])
+def test_check_span_is_the_distance_outside_the_range_read_around_it(top, following, check, outside):
+    assert check_span(top, following, check) == pytest.approx(outside)
+
+
+def test_a_check_outside_the_range_is_noted_with_both_frames():
+    usage = Usage(20, 27, None, 3, check_top_mb=20, check_next_top_mb=27, check_mb=40)
+    note = memory_note(usage, "VmRSS of the same processes (/proc)")
+    assert note.startswith("memory check: top's RSS 20.0 MiB, 27.0 MiB one frame later, vs VmRSS") and "+48% outside" in note
 
 
 def test_a_zombie_has_no_vmrss_and_is_no_reading():

@@ -20,7 +20,7 @@ from dataclasses import asdict
 from harness.cpus import CpuSplit, format_cpus, parse_cpus
 from harness.row.record import Execution
 from harness.results import RunRow
-from harness.sampling import Usage, busy_pct, summarise
+from harness.sampling import Usage, busy_pct, check_span, summarise
 
 SATURATED = 0.9    # share of a side's CPUs, averaged over the load window
 CONTENDED = "CPUs contended"   # the note's opening words
@@ -105,14 +105,15 @@ MEMORY_CHECK_TOLERANCE = 0.10
 
 
 def memory_note(usage: Usage, check_name: str) -> str:
-    """A note when top's RSS and the independent reading of the same frame differ by over 10%."""
-    if usage.check_mb is None or not usage.check_top_mb:
+    """A note when the independent reading lies over 10% outside what top read at its frame and the next."""
+    if usage.check_mb is None or not usage.check_top_mb or not usage.check_next_top_mb:
         return ""
-    diff = usage.check_mb / usage.check_top_mb - 1
+    diff = check_span(usage.check_top_mb, usage.check_next_top_mb, usage.check_mb)
     if abs(diff) <= MEMORY_CHECK_TOLERANCE:
         return ""
-    return (f"memory check: top's RSS {usage.check_top_mb:.1f} MiB vs {check_name} {usage.check_mb:.1f} MiB "
-            f"({diff:+.0%}) in the last sampled frame of the load window")
+    return (f"memory check: top's RSS {usage.check_top_mb:.1f} MiB, {usage.check_next_top_mb:.1f} MiB one frame "
+            f"later, vs {check_name} {usage.check_mb:.1f} MiB read between the two ({diff:+.0%} outside), "
+            f"in the last checked frame of the load window")
 
 
 def affinity_note(affinity: dict[str, dict[int, dict]], split: CpuSplit) -> str:
@@ -182,4 +183,5 @@ def fill(row: RunRow, execution: Execution, window: tuple[float, float] | None, 
     return {"contended": bool(contended), "target_usage": {name: asdict(u) for name, u in groups.items()},
             "cpus_busy_pct": busy, "cpus_irq_pct": irq,
             "cpus_allowed": {name or "tool": pids for name, pids in (execution.affinity or {}).items()},
-            "memory_check": {"method": check_name, "top_mb": tool.check_top_mb, "check_mb": tool.check_mb}}
+            "memory_check": {"method": check_name, "top_mb": tool.check_top_mb,
+                             "next_top_mb": tool.check_next_top_mb, "check_mb": tool.check_mb}}
