@@ -74,13 +74,25 @@ def stored_runs_csv() -> bytes:
     return written.getvalue().encode()
 
 
+def checked(run_dir: str, method: str) -> dict:
+    """Since 2026-11-27 the memory check is the last window frame with a resident frame after it, and carries
+    that frame's RSS too (harness/sampling.py check_span): the stored samples give it."""
+    window = json.loads((STORED / run_dir / "meta.json").read_text()).get("load_window_s")
+    frames = read_csv(STORED / run_dir / "samples.csv")
+    this, following = [(a, b) for a, b in zip(frames, frames[1:]) if resident(a) and resident(b) and a.rss_check_mb
+                       and (window is None or window[0] <= a.t_s <= window[1])][-1]
+    return {"method": method, "top_mb": this.rss_mb, "next_top_mb": following.rss_mb, "check_mb": this.rss_check_mb}
+
+
 def stored_meta(meta: Path) -> dict:
     """A run's stored meta.json as a re-derivation writes it now (the target's groups count exiting frames)."""
     stored, run_dir = json.loads(meta.read_text()), str(meta.parent.relative_to(STORED))
     stored.pop("mem_baseline_1vu", None)
-    usage = {name: {**group, "mem_frames_dropped": 0, "mem_growth_mb_per_s": grown(run_dir, f"samples-{name}.csv")}
+    usage = {name: {**group, "mem_frames_dropped": 0, "mem_growth_mb_per_s": grown(run_dir, f"samples-{name}.csv"),
+                    "check_next_top_mb": None}
              for name, group in stored.get("target_usage", {}).items()}
-    return {**stored, "row": {**stored["row"], **added(run_dir)}, **({"target_usage": usage} if usage else {})}
+    return {**stored, "row": {**stored["row"], **added(run_dir)}, **({"target_usage": usage} if usage else {}),
+            "memory_check": checked(run_dir, stored["memory_check"]["method"])}
 
 
 def copy(tmp_path: Path) -> Path:
