@@ -113,7 +113,8 @@ def build_parser() -> argparse.ArgumentParser:
 def _add_cpus_and_grace(parser: argparse.ArgumentParser) -> None:
     """The options `run` and `capacity` share: where Nginx and the tool run, and when a hung tool is killed."""
     parser.add_argument("--grace", type=_grace, metavar="SECONDS",
-                        help="kill a tool still running this long after its duration (default: max(30, 50%% of it))")
+                        help="kill a tool still running this long after its duration, unless it is still working: "
+                             "then up to 4 times as long again (default: max(30, 50%% of it))")
     parser.add_argument("--cpus-target", metavar="LIST", help="CPUs for Nginx (e.g. 0 or 0-1; default: the first half)")
     parser.add_argument("--cpus-tool", metavar="LIST",
                         help="CPUs for the load generator (default: the CPUs the target has not)")

@@ -1,5 +1,11 @@
 """Running a tool process (or one per generator, started together): start it, sample it, stop it at
-its deadline, and store what happened (execution.json) beside its output."""
+its deadline, and store what happened (execution.json) beside its output.
+
+The deadline (duration + grace) detects a hung tool. Some tools work after their load, for as long as the
+requests they sent take to process (vegeta encodes its per-request results, ~13 s per million here; Gatling
+writes its report): a 300 s run at 100k rps must not be killed for that. So a tool past its deadline that is
+still working, its processes busy (top's %CPU) or its run folder growing, is waited for, a few seconds at a
+time, up to ``overtime_s`` more; a tool doing neither is hung and stopped at once."""
 from __future__ import annotations
 
 import subprocess
@@ -12,15 +18,19 @@ from pathlib import Path
 from harness.processes import signals_deferred
 from harness.row.record import SAMPLES, STDERR, STDOUT, Execution, save_execution
 from harness.runtimes.base import Session
-from harness.sampling import PidSource
+from harness.sampling import PidSource, TopSampler
 
 FIRST_FRAME_TIMEOUT_S = 15.0
+OVERTIME_CHECK_S = 5.0    # a tool past its deadline is looked at this often
+WORKING_CPU_PCT = 10.0    # its processes' average %CPU over the last look, at least, to count as working
 
 
 def execute(session: Session, argv: list[str], run_dir: Path, timeout_s: float,
-            sampled_process: str | None = None, others: dict[str, PidSource] | None = None) -> Execution:
+            sampled_process: str | None = None, others: dict[str, PidSource] | None = None,
+            overtime_s: float = 0.0) -> Execution:
     """Run the tool; memory and CPU count ``sampled_process`` only when given (a wrapped tool);
-    ``others`` (the target) are sampled from the same top frames."""
+    ``others`` (the target) are sampled from the same top frames; past ``timeout_s``, a tool still
+    working may go on for ``overtime_s``."""
     # top on the target's machine streams before the tool starts: its ssh handshake and first frame
     # (whose CPU figure is dropped) must not compete with the load nor fall inside its window.
     remote_target = session.target_sampler()
@@ -28,7 +38,7 @@ def execute(session: Session, argv: list[str], run_dir: Path, timeout_s: float,
         if remote_target is not None:
             remote_target.wait_first_frame(FIRST_FRAME_TIMEOUT_S)
         started, launched_at = time.monotonic(), time.time()
-        timed_out = False
+        timed_out, overtime = False, 0.0
         with (run_dir / STDOUT).open("w") as out, (run_dir / STDERR).open("w") as err:
             proc = session.popen(argv, out, err, run_dir)
             if remote_target is not None:
@@ -37,10 +47,8 @@ def execute(session: Session, argv: list[str], run_dir: Path, timeout_s: float,
             try:
                 with session.sampler(session.sampled_pids(proc, sampled_process), others or {}, session.memory_check) \
                         as sampler:
-                    try:
-                        proc.wait(timeout=timeout_s)
-                    except subprocess.TimeoutExpired:
-                        timed_out = True
+                    timed_out, overtime = wait_while_working(proc, timeout_s, overtime_s, sampler, run_dir)
+                    if timed_out:
                         session.stop(proc, tool_pids())
             except BaseException:        # Ctrl-C / SIGTERM, or a sampler that failed: never leave the tool running
                 with signals_deferred():
@@ -58,6 +66,7 @@ def execute(session: Session, argv: list[str], run_dir: Path, timeout_s: float,
         exit_code=proc.returncode,
         timed_out=timed_out,
         wall_s=time.monotonic() - started,
+        overtime_s=round(overtime, 1),
         launched_at=launched_at,
         samples=sampler.samples,
         stdout=(run_dir / STDOUT).read_text(errors="replace"),
@@ -69,6 +78,43 @@ def execute(session: Session, argv: list[str], run_dir: Path, timeout_s: float,
     )
     save_execution(execution, run_dir)
     return execution
+
+
+def wait_while_working(proc: subprocess.Popen, timeout_s: float, overtime_s: float, sampler: TopSampler,
+                       run_dir: Path) -> tuple[bool, float]:
+    """Wait for the tool to its deadline, then on while it works (see the module): (timed out, seconds it
+    was waited for past the deadline, working)."""
+    started = time.monotonic()
+    deadline, limit = started + timeout_s, started + timeout_s + overtime_s
+    look = max(started, deadline - OVERTIME_CHECK_S)   # the folder's size a look before the deadline
+    try:
+        proc.wait(timeout=look - started)
+        return False, 0.0
+    except subprocess.TimeoutExpired:
+        pass
+    size, look = folder_bytes(run_dir), deadline
+    while True:
+        try:
+            proc.wait(timeout=max(0.0, look - time.monotonic()))
+            return False, max(0.0, time.monotonic() - deadline)
+        except subprocess.TimeoutExpired:
+            pass
+        now = folder_bytes(run_dir)
+        working = now > size or (sampler.cpu_since(OVERTIME_CHECK_S) or 0.0) >= WORKING_CPU_PCT
+        if not working or time.monotonic() >= limit:
+            return True, max(0.0, look - deadline)
+        size, look = now, min(time.monotonic() + OVERTIME_CHECK_S, limit)
+
+
+def folder_bytes(folder: Path) -> int:
+    """The bytes the files under ``folder`` hold now (a tool's output as it writes it)."""
+    total = 0
+    for path in folder.rglob("*"):
+        try:
+            total += path.stat().st_size if path.is_file() else 0
+        except OSError:     # removed while listed (vegeta's results file)
+            continue
+    return total
 
 
 def _stop_keeping_the_cause(session: Session, proc: subprocess.Popen, tool_pids: PidSource) -> None:
@@ -87,13 +133,13 @@ def split_evenly(total: int, parts: int) -> list[int]:
 
 
 def execute_together(runs: list[tuple[Session, list[str], Path]], timeout_s: float,
-                     sampled_process: str | None) -> list[Execution | BaseException]:
+                     sampled_process: str | None, overtime_s: float = 0.0) -> list[Execution | BaseException]:
     """Every (session, argv, folder) at once, one thread each; a part that fails to run gives its exception."""
     results: list[Execution | BaseException] = [RuntimeError("did not run")] * len(runs)
 
     def one(index: int, session: Session, argv: list[str], folder: Path) -> None:
         try:
-            results[index] = execute(session, argv, folder, timeout_s, sampled_process)
+            results[index] = execute(session, argv, folder, timeout_s, sampled_process, overtime_s=overtime_s)
         except BaseException as exc:  # noqa: BLE001 - reported as that part's failure
             results[index] = exc
 

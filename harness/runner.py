@@ -50,6 +50,9 @@ def grace_s(duration_s: int, override: float | None = None) -> float:
     return override if override is not None else max(30.0, duration_s * 0.5)
 
 
+OVERTIME_GRACES = 4   # past its grace, a tool still working after its load may go on this many graces more
+
+
 def _raise_on_sigterm(*_: object) -> None:
     raise KeyboardInterrupt
 
@@ -160,7 +163,8 @@ def _execute(record: RunRecord, sessions: list[Session], adapter: ToolAdapter, s
                 if several:   # the wire capture records one generator's link: not here yet
                     executions = execute_together([(s, p.command, spec.out_dir) for s, p, spec
                                                    in zip(sessions, record.parts, specs)],
-                                                  scenario.duration_s + record.grace_s, adapter.sampled_process)
+                                                  scenario.duration_s + record.grace_s, adapter.sampled_process,
+                                                  OVERTIME_GRACES * record.grace_s)
                 else:
                     others = {"nginx": session.target_pids,
                               **({"proxy": session.proxy_pids} if session.proxy_pids() else {}),
@@ -171,7 +175,8 @@ def _execute(record: RunRecord, sessions: list[Session], adapter: ToolAdapter, s
                             loaded_probe(session, targets[0], record.shaper, scenario.rtt_ms,
                                          scenario.duration_s) as under_load:
                         executions = [execute(session, record.parts[0].command, run_dir,
-                                              scenario.duration_s + record.grace_s, adapter.sampled_process, others)]
+                                              scenario.duration_s + record.grace_s, adapter.sampled_process, others,
+                                              OVERTIME_GRACES * record.grace_s)]
                     record.shaper_load = under_load
         # stub_status counts its own request and connection: `after` includes one of each beyond `before`.
         after = targets[0].counters()

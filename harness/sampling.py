@@ -253,6 +253,12 @@ class TopSampler:
         printed before gets a negative t_s, outside any load window."""
         self._started = time.monotonic()
 
+    def cpu_since(self, seconds: float) -> float | None:
+        """The tool's average %CPU over the frames of the last ``seconds`` (None: no such frame yet)."""
+        now = time.monotonic() - self._started
+        recent = [s.cpu_pct for s in list(self.samples) if not s.first_frame and s.t_s >= now - seconds]
+        return fmean(recent) if recent else None
+
     def __exit__(self, *exc) -> None:
         if self._proc:   # it may block writing to a pipe nobody reads: never hang a run
             end_process(self._proc, grace_s=5)

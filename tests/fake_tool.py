@@ -4,7 +4,8 @@ ok: GETs URL on one keep-alive connection for LOAD_S (the runner does not hold a
 the tests run faster), then prints one JSON summary line; long: as ok for the whole DURATION_S; window: after a start-up of STARTUP_S holding
 BALLAST_MB, the load for the whole DURATION_S (top samples it once a second); fail: as ok, then a message
 on stderr and exit status 3; hang: never ends; garbage: as ok but prints no summary; zero: a summary of 0 requests, exit 0; wrapped-MODE: MODE under
-a wrapper that holds BALLAST_MB (see wrap); paced: GETs at RATE a second, evenly, but never more than
+a wrapper that holds BALLAST_MB (see wrap); post: as ok, then POST_S more seconds of post-run work past its
+duration, writing a progress line every 0.5 s (idle in top: only its output grows), then its summary; paced: GETs at RATE a second, evenly, but never more than
 PACED_CAP_RPS (see paced); without a RATE, as ok. Standard library only: it runs as a
 script, outside the harness's package.
 """
@@ -18,11 +19,12 @@ import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
-MODES = ("ok", "long", "window", "fail", "hang", "garbage", "zero", "wrapped-long", "paced")
+MODES = ("ok", "long", "window", "fail", "hang", "garbage", "zero", "wrapped-long", "paced", "post")
 WRAPPED_NAME = "lth-fake-tool"   # the wrapped tool's process name (sampled_process)
 STARTUP_S = 2.0
 BALLAST_MB = 200
 LOAD_S = 0.3
+POST_S = 14.0               # past a 1 s run's 8 s grace (tests/test_runner_status.py): two looks working
 PACED_CAP_RPS = 90          # the most a paced fake sends a second: its capacity, whatever the rate asked
 PACED_LATENCY_MS = 0.05     # what a paced fake reports for every request
 
@@ -92,6 +94,11 @@ def main(mode: str, url: str, duration_s: float, rate: float | None = None) -> i
         print(json.dumps({"requests": 0, "measured_s": duration_s, "load_started_at": time.time(), "latencies_ms": []}))
         return 0
     summary = _load(url, duration_s if mode in ("window", "long") else min(duration_s, LOAD_S))
+    if mode == "post":
+        finish = time.time() + duration_s + POST_S
+        while time.time() < finish:
+            print("fake: encoding the results", flush=True)
+            time.sleep(0.5)
     if mode == "garbage":
         print("fake: nothing a parser could read")
         return 0

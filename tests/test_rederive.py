@@ -92,7 +92,7 @@ def stored_meta(meta: Path) -> dict:
                     "check_next_top_mb": None}
              for name, group in stored.get("target_usage", {}).items()}
     return {**stored, "row": {**stored["row"], **added(run_dir)}, **({"target_usage": usage} if usage else {}),
-            "memory_check": checked(run_dir, stored["memory_check"]["method"])}
+            "memory_check": checked(run_dir, stored["memory_check"]["method"]), "overtime_s": 0.0}
 
 
 def copy(tmp_path: Path) -> Path:

@@ -15,17 +15,18 @@ import psutil
 import pytest
 
 from fake_runtime import TOOL, FakeRuntime, FakeTool
-from fake_tool import BALLAST_MB, STARTUP_S
+from fake_tool import BALLAST_MB, POST_S, STARTUP_S
 from harness import runner
 from harness.cpus import NO_SPLIT
 from harness.errors import HarnessError
+from harness.execution import OVERTIME_CHECK_S
 from harness.runner import Plan, run_suite
 from harness.scenarios import Scenario
 
 CLOSED = Scenario(id="vu2-rtt0.1", vus=2, rtt_ms=0.1, duration_s=1)
 RATE = Scenario(id="rate50", vus=2, rtt_ms=0.1, duration_s=1, rate_rps=50)
 GRACE_S = 8.0          # a fake tool's interpreter may take seconds to start on a busy machine
-TOOLS = [FakeTool("fail"), FakeTool("hang"), FakeTool("garbage"), FakeTool("zero"), FakeTool("ok"), FakeTool("window"), FakeTool("wrapped-long"),
+TOOLS = [FakeTool("fail"), FakeTool("hang"), FakeTool("post"), FakeTool("garbage"), FakeTool("zero"), FakeTool("ok"), FakeTool("window"), FakeTool("wrapped-long"),
          FakeTool("ok", name="fake-unprepared"), FakeTool("ok", name="fake-open", open_model=True)]
 BROKEN = {"fake-unprepared": "image build failed: see build.log"}
 
@@ -84,6 +85,16 @@ def test_a_tool_running_past_its_grace_is_killed_and_timeout(suite):
     hung = [p for p in psutil.process_iter(["cmdline"]) if str(TOOL) in (p.info["cmdline"] or []) and
             "hang" in (p.info["cmdline"] or [])]
     assert hung == []
+
+
+def test_a_tool_working_past_its_grace_is_waited_for_and_ok(suite):
+    """Idle in top, but its output grows (vegeta encoding 10M results took 2.2 min after a 300 s load): not hung."""
+    row = suite["rows"][CLOSED.id, "fake-post"]
+    assert row.status == "ok", row.error
+    overtime = meta(suite, CLOSED.id, "fake-post")["overtime_s"]
+    assert POST_S - GRACE_S - 1 <= overtime <= POST_S - GRACE_S + 2 * OVERTIME_CHECK_S, overtime
+    assert f"worked {overtime:.0f} s past its duration + {GRACE_S:.0f} s grace" in row.notes
+    assert meta(suite, CLOSED.id, "fake-hang")["overtime_s"] == 0.0     # idle and silent: killed at the first look
 
 
 def test_output_the_parser_rejects_is_failed_with_the_parse_error(suite):

@@ -190,8 +190,13 @@ def _figures(row: RunRow, adapter: ToolAdapter, output: ToolOutput, execution: E
     if usage.mem_frames_dropped:
         _note(row, f"memory leaves out {usage.mem_frames_dropped} frame(s) in which the tool's processes held no "
                    "memory (RSS 0: exiting)")
+    if execution.overtime_s and not execution.timed_out:
+        _note(row, f"worked {execution.overtime_s:.0f} s past its duration + {grace_s or 0:.0f} s grace after the load "
+                   "(busy or writing its output: waited for, not killed)")
     if execution.timed_out:
-        row.status, row.error = "timeout", f"still running {grace_s or 0:.0f} s after its duration: killed"
+        row.status, row.error = "timeout", (f"still running {grace_s or 0:.0f} s after its duration"
+                                            + (f" and {execution.overtime_s:.0f} s more working" if execution.overtime_s
+                                               else "") + ": killed")
     elif execution.exit_code != 0:
         row.status, row.error = "failed", f"exit status {execution.exit_code}: {cause_line(execution.stderr, execution.stdout)}"
     elif metrics is not None and metrics.requests == 0:
@@ -202,7 +207,8 @@ def _figures(row: RunRow, adapter: ToolAdapter, output: ToolOutput, execution: E
         row.status = "ok"
     return {"metric_source": metrics.source if metrics else None, "notes": metrics.notes if metrics else [],
             "exit_code": execution.exit_code, "timed_out": execution.timed_out,
-            "wall_s": execution.wall_s, "launched_at": execution.launched_at, "samples": usage.samples,
+            "wall_s": execution.wall_s, "overtime_s": execution.overtime_s, "launched_at": execution.launched_at,
+            "samples": usage.samples,
             "load_window_s": window}
 
 

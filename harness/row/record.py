@@ -33,6 +33,7 @@ class Execution:
     affinity: dict[str, dict[int, dict]] | None = None  # group ("" = tool) -> pid -> name, threads, cpus
     cpu_busy: list[CpuFrame] | None = None             # every CPU's busy % per frame (top -1)
     target_cpu_busy: list[CpuFrame] | None = None      # the same on the target's machine, when it is another one
+    overtime_s: float = 0.0          # past its deadline, still working, waited for (harness/execution.py)
 
 
 def save_execution(execution: Execution, folder: Path) -> None:
@@ -41,6 +42,7 @@ def save_execution(execution: Execution, folder: Path) -> None:
               for name in ("cpu_busy", "target_cpu_busy") if getattr(execution, name) is not None}
     (folder / EXECUTION).write_text(json.dumps({
         "exit_code": execution.exit_code, "timed_out": execution.timed_out, "wall_s": execution.wall_s,
+        "overtime_s": execution.overtime_s,
         "launched_at": execution.launched_at, "others": sorted(execution.others or {}),
         "affinity": execution.affinity, **frames}) + "\n")
 
@@ -57,7 +59,8 @@ def load_execution(folder: Path) -> Execution:
         launched_at=record["launched_at"], samples=read_csv(folder / SAMPLES),
         stdout=(folder / STDOUT).read_text(errors="replace"), stderr=(folder / STDERR).read_text(errors="replace"),
         others={name: read_csv(folder / f"samples-{name}.csv") for name in record["others"]},
-        affinity=affinity, cpu_busy=frames.get("cpu_busy"), target_cpu_busy=frames.get("target_cpu_busy"))
+        affinity=affinity, cpu_busy=frames.get("cpu_busy"), target_cpu_busy=frames.get("target_cpu_busy"),
+        overtime_s=record.get("overtime_s", 0.0))
 
 
 @dataclass

@@ -4,8 +4,10 @@ answered, over one shared net/http connection pool capped at VUs connections.
 
 The attack writes vegeta's binary results file; after the attack, still inside the same command
 (so it runs where the tool runs, host or container), `vegeta report -type=json` writes vegeta's
-own summary and `vegeta encode -to csv` the per-request log, of which the first three columns are
-kept (timestamp, status, latency; gzip -1), and the binary file is removed.
+own summary and, at the same time on the other core, `vegeta encode -to csv` the per-request log, of
+which the first three columns are kept (timestamp, status, latency; gzip -1), and the binary file is
+removed. Both decode every result: the work grows with the requests (10M took ~2.2 min one after the
+other here), which is why a tool still working past its grace is waited for (harness/execution.py).
 """
 import gzip
 import json
@@ -27,8 +29,10 @@ def script(binary: str, options: str = "") -> str:
     return f"""set -e
 printf 'GET %s\\n' "$1" | {binary} attack {options}-rate="$5" -workers="$2" -max-workers="$2" -max-connections="$2" \\
   -duration="$3s" -timeout=10s -max-body=0 -output "$4/{RESULTS}"
-{binary} report -type=json -output "$4/{REPORT}" "$4/{RESULTS}"
+{binary} report -type=json -output "$4/{REPORT}" "$4/{RESULTS}" &
+report=$!
 {binary} encode -to csv "$4/{RESULTS}" | cut -d, -f1-3 | gzip -1 > "$4/{REQUESTS}"
+wait $report
 rm -f "$4/{RESULTS}"
 """
 
