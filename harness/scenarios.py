@@ -28,6 +28,11 @@ MAX_STALL_MS = 600_000
 MAX_DELAY_MS = 60_000
 
 
+def rtt_tolerance_ms(rtt_ms: float) -> float:
+    """How far a run's measured RTT may be from its scenario's: 10%, at least 0.5 ms."""
+    return max(0.1 * rtt_ms, 0.5)
+
+
 def parse_delay(text: str) -> tuple[float, float]:
     """``"50"`` -> (50, 50); ``"0..1000"`` -> (0, 1000); anything else: ValueError saying what is allowed."""
     low, sep, high = text.partition("..")

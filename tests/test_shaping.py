@@ -11,7 +11,7 @@ import pytest
 from harness.errors import HarnessError
 from harness.row import rtt_ok
 from harness import rtt_probe
-from harness.shaping import (PROBE_SCRIPT, Knob, _calibrate, choose_shaper, measure_rtt, measured_rtt, netem_command,
+from harness.shaping import (CALIBRATION_MAX_PROBES, PROBE_SCRIPT, Knob, _calibrate, choose_shaper, measure_rtt, measured_rtt, netem_command,
                              netem_limit, probe_rtt)
 from harness.target import Target, target_file_sha256
 
@@ -100,6 +100,43 @@ def test_toxiproxy_moves_in_whole_ms_and_keeps_the_closest(tmp_path):
     shaping, path = _calibrated(tmp_path, overhead_ms=1.4, knob_step=1, shaper="toxiproxy")
     assert [p["delay_ms"] for p in shaping["probes"]] == [10, 9]      # 9 + 1.4 misses by 0.4 < 0.5: stop
     assert shaping["delay_ms"] == 9 and shaping["knob"] == "delay" and shaping["shaper"] == "toxiproxy"
+
+
+class _NoisyPath(_ProbedPath):
+    """A path whose own delay differs at every probe, as a TCG VM's did (CI, 2026-11-27: 5.08, 6.90, 4.73 ms)."""
+
+    def __init__(self, overheads_ms: list[float]) -> None:
+        super().__init__(0.0)
+        self.overheads = iter(overheads_ms)
+
+    def run_python(self, script, args, timeout: float = 60):
+        self.overhead_ms = next(self.overheads)
+        return super().run_python(script, args, timeout)
+
+
+def _noisy(tmp_path, overheads_ms: list[float]) -> dict:
+    path = _NoisyPath(overheads_ms)
+    path.set(10)
+    _calibrate(path, Target("198.18.0.2", 80), Knob("netem", "delay", 0.1, path.set), 10, tmp_path)
+    return json.loads((tmp_path / "shaping.json").read_text())
+
+
+def test_a_noisy_path_is_set_by_the_mean_excess_and_probed_on_until_within_the_rows_tolerance(tmp_path):
+    """CI's VM: moved by each probe's miss, three probes ended at 15.08, 11.80 and 7.83 ms; rtt_ok failed."""
+    shaping = _noisy(tmp_path, [5.08, 6.90, 4.73, 5.5, 5.5])
+    assert [p["delay_ms"] for p in shaping["probes"]] == [10, 4.9, 4.0, 4.4]   # 10 - 5.08, 10 - 5.99, 10 - 5.57
+    assert shaping["rtt_measured_ms"] == pytest.approx(9.9) and rtt_ok(shaping["rtt_measured_ms"], 10)
+
+
+def test_a_path_that_never_settles_stops_at_the_most_probes_and_keeps_the_closest(tmp_path):
+    shaping = _noisy(tmp_path, [5.0, 8.0, 2.0, 8.0, 2.0, 5.0])
+    assert len(shaping["probes"]) == CALIBRATION_MAX_PROBES
+    assert shaping["rtt_measured_ms"] == min((p["probe_ms"] for p in shaping["probes"]), key=lambda m: abs(m - 10))
+
+
+def test_three_probes_within_the_rows_tolerance_are_enough(tmp_path):
+    shaping = _noisy(tmp_path, [5.0, 5.8, 5.95, 5.0])     # 15.0, 10.8, then 4.6 + 5.95: 0.55 off, within 1 ms
+    assert len(shaping["probes"]) == 3 and shaping["rtt_measured_ms"] == pytest.approx(10.55)
 
 
 def test_a_run_on_a_calibrated_path_starts_where_the_previous_one_ended(tmp_path):

@@ -23,7 +23,7 @@ from harness.row import bottleneck, merge, rate, target, wire
 from harness.row.record import SCHEMA_VERSION, Execution, PartRecord, RunRecord, load_execution
 from harness.row.stall import StallRecord
 from harness.sampling import summarise
-from harness.scenarios import Scenario
+from harness.scenarios import Scenario, rtt_tolerance_ms
 
 SAMPLE_GAP_WARN_S = 2.5  # top frames further apart than this are reported in the row's notes
 PROXY_BESIDE_TOOL = ("two machines: Toxiproxy ran beside the tool, on the generator's loopback, and shares its CPUs; "
@@ -251,7 +251,7 @@ def _merge(row: RunRow, record: RunRecord,
 
 def rtt_ok(measured_ms: float, target_ms: float) -> bool:
     """Within max(10%, 0.5 ms) of the target RTT."""
-    return abs(measured_ms - target_ms) <= max(0.1 * target_ms, 0.5)
+    return abs(measured_ms - target_ms) <= rtt_tolerance_ms(target_ms)
 
 
 def _note(row: RunRow, text: str) -> None:
