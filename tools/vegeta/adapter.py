@@ -6,8 +6,9 @@ The attack writes vegeta's binary results file; after the attack, still inside t
 (so it runs where the tool runs, host or container), `vegeta report -type=json` writes vegeta's
 own summary and, at the same time on the other core, `vegeta encode -to csv` the per-request log, of
 which the first three columns are kept (timestamp, status, latency; gzip -1), and the binary file is
-removed. Both decode every result: the work grows with the requests (10M took ~2.2 min one after the
-other here), which is why a tool still working past its grace is waited for (harness/execution.py).
+removed. Both decode every result: the work grows with the requests (330k results: report 2.4 s, encode
+with cut and gzip 5.7 s, one after the other 8.1 s; side by side 5.7 s here), which is why a tool still
+working past its grace is waited for (harness/execution.py).
 """
 import gzip
 import json
