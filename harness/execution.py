@@ -2,10 +2,11 @@
 its deadline, and store what happened (execution.json) beside its output.
 
 The deadline (duration + grace) detects a hung tool. Some tools work after their load, for as long as the
-requests they sent take to process (vegeta decodes every result twice, for its report and its per-request log:
-~17 s per million here; Gatling writes its report): a 300 s run at 100k rps must not be killed for that. So a tool past its deadline that is
-still working, its processes busy (top's %CPU) or its run folder growing, is waited for, a few seconds at a
-time, up to ``overtime_s`` more; a tool doing neither is hung and stopped at once."""
+requests they sent take to process (vegeta decodes every result twice, for its report and its per-request
+log: ~17 s per million here; Gatling writes its report): a 300 s run at 100k rps must not be killed for
+that. So a tool past its deadline that is still working, its processes busy (top's %CPU) or its run
+folder growing, is waited for, a few seconds at a time, up to ``overtime_s`` more; a tool doing neither
+is hung and stopped at once."""
 from __future__ import annotations
 
 import subprocess
