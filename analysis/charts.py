@@ -19,10 +19,11 @@ import matplotlib.ticker  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from analysis.compare import compare  # noqa: E402
+from analysis.change import compare  # noqa: E402
 from analysis.load import closed_model, scenario_order  # noqa: E402
 from analysis.memory import Slope, slopes  # noqa: E402
 from analysis.uncertainty import NOT_MEASURABLE as FLAGGED, estimate  # noqa: E402
+from harness.cpus import parse_cpus  # noqa: E402
 from harness.row.bottleneck import SATURATED, side  # noqa: E402
 from harness.results import STATUSES  # noqa: E402
 
@@ -328,7 +329,7 @@ def memory(df: pd.DataFrame) -> plt.Figure:
 
 def runtime_ratios(df: pd.DataFrame) -> pd.DataFrame:
     """Docker/host ratios of median RPS and p50 per (tool, scenario) present in both runtimes, each with its
-    95% bootstrap interval and verdict (analysis/compare.py; "faster": Docker's RPS higher or p50 lower)."""
+    95% bootstrap interval and verdict (analysis/change.py; "faster": Docker's RPS higher or p50 lower)."""
     columns = ["tool", "scenario", *(f"{m}_{part}" for m in ("rps", "p50") for part in ("ratio", "low", "high", "verdict"))]
     host, docker = df[df["runtime"] == "host"], df[df["runtime"] == "docker"]
     if host.empty or docker.empty:
@@ -383,10 +384,7 @@ def _bool(value: object) -> bool | None:
 def _cpus(column: pd.Series, all_cpus: pd.Series) -> pd.Series:
     """CPUs in a cpus_tool/cpus_target list ("0-1,3" -> 3); every CPU where the list is empty."""
     def count(text: object) -> float:
-        if not isinstance(text, str) or not text:
-            return np.nan
-        return sum(int(b) - int(a) + 1 for a, _, b in (p.partition("-") if "-" in p else (p, "", p)
-                                                        for p in text.split(",")))
+        return len(parse_cpus(text)) if isinstance(text, str) and text else np.nan
     return column.map(count).fillna(all_cpus)
 
 

@@ -17,7 +17,7 @@ import pandas as pd
 
 from analysis import memory
 from analysis.charts import OK
-from analysis.load import closed_model, default_setup, scenario_order
+from analysis.load import closed_model, default_setup
 from analysis.numbers import number
 from analysis.stall import stall_rows, verdict as stall_verdict
 from analysis.uncertainty import CV_LIMIT, Estimate, estimate, rank

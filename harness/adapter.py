@@ -6,6 +6,7 @@ starts processes itself: the runtime does, identically for every tool.
 """
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import tomllib
@@ -45,6 +46,17 @@ class ToolOutput:
 
     def file(self, name: str) -> Path:
         return self.spec.out_dir / name
+
+    def json(self, name: str, missing: str) -> Any:
+        """The tool's JSON file ``name``, parsed; a ParseError saying ``missing`` when there is none, or that
+        it is not JSON."""
+        path = self.file(name)
+        if not path.is_file():
+            raise ParseError(missing)
+        try:
+            return json.loads(path.read_text())
+        except json.JSONDecodeError as exc:
+            raise ParseError(f"{name} is not JSON: {exc}") from None
 
 
 def column(doc: str, default: Any = None) -> Any:

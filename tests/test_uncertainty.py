@@ -6,7 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.compare import compare, main as compare_main
+from analysis.change import compare
+from analysis.compare import main as compare_main
 from analysis.uncertainty import Estimate, change, estimate, min_requests, rank
 from conftest import REPO
 

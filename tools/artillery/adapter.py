@@ -97,13 +97,7 @@ class Artillery(ToolAdapter):
 
     @staticmethod
     def _aggregate(output: ToolOutput) -> dict:
-        path = output.file(REPORT)
-        if not path.is_file():
-            raise ParseError(f"artillery wrote no JSON report {REPORT} (--output)")
-        try:
-            report = json.loads(path.read_text())
-        except json.JSONDecodeError as exc:
-            raise ParseError(f"{REPORT} is not JSON: {exc}") from None
+        report = output.json(REPORT, f"artillery wrote no JSON report {REPORT} (--output)")
         if not isinstance(report, dict) or not isinstance(report.get("aggregate"), dict):
             raise ParseError(f"{REPORT} holds no aggregate report")
         return report["aggregate"]

@@ -2,7 +2,6 @@
 for --duration. Figures come from k6's own end-of-test summary (--summary-export JSON); the
 per-point --out json would halve k6's throughput, so no per-request log is read.
 """
-import json
 import re
 
 from harness.adapter import Metrics, ParseError, RunSpec, ToolAdapter, ToolOutput
@@ -40,11 +39,9 @@ class K6(ToolAdapter):
         ]
 
     def parse(self, output: ToolOutput) -> Metrics:
-        path = output.file(SUMMARY)
-        if not path.is_file():
-            raise ParseError(f"k6 wrote no summary {SUMMARY}")
+        summary = output.json(SUMMARY, f"k6 wrote no summary {SUMMARY}")
         try:
-            metrics = json.loads(path.read_text())["metrics"]
+            metrics = summary["metrics"]
             reqs, duration = metrics["http_reqs"], metrics["http_req_duration"]
             requests, rate = int(reqs["count"]), float(reqs["rate"])
             lat = {name: float(duration[stat]) for name, stat in (

@@ -11,7 +11,6 @@ histogram. Locust keeps no per-request log: its histogram buckets are whole mill
 """
 from __future__ import annotations
 
-import json
 from collections import Counter
 from urllib.parse import urlsplit
 
@@ -76,13 +75,7 @@ class Locust(ToolAdapter):
         return [*argv, self.user_class]
 
     def parse(self, output: ToolOutput) -> Metrics:
-        path = output.file(JSON_FILE)
-        if not path.is_file():
-            raise ParseError(f"locust wrote no {JSON_FILE} (--json-file)")
-        try:
-            entries = json.loads(path.read_text())
-        except json.JSONDecodeError as exc:
-            raise ParseError(f"{JSON_FILE} is not JSON: {exc}") from None
+        entries = output.json(JSON_FILE, f"locust wrote no {JSON_FILE} (--json-file)")
         if not isinstance(entries, list) or not entries:
             raise ParseError(f"{JSON_FILE} holds no request statistics (no request completed)")
         try:

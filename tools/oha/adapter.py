@@ -5,7 +5,6 @@ result and computes its percentiles over all of them (exact, not bucketed). With
 requests still in flight at the deadline are aborted and reported as "aborted due to deadline":
 they are neither counted as requests nor as errors here (the server did count them).
 """
-import json
 import sqlite3
 from collections import Counter
 
@@ -51,13 +50,7 @@ class Oha(ToolAdapter):
                                 source=f"oha: every succeeded request's duration from --db-url {REQUESTS_DB}, to the us")
 
     def parse(self, output: ToolOutput) -> Metrics:
-        path = output.file(REPORT)
-        if not path.is_file():
-            raise ParseError(f"oha wrote no JSON report {REPORT}")
-        try:
-            data = json.loads(path.read_text())
-        except json.JSONDecodeError as exc:
-            raise ParseError(f"{REPORT} is not JSON: {exc}") from None
+        data = output.json(REPORT, f"oha wrote no JSON report {REPORT}")
         try:
             return self._metrics(data)
         except (KeyError, TypeError, ValueError) as exc:

@@ -11,7 +11,6 @@ with cut and gzip 5.7 s, one after the other 8.1 s; side by side 5.7 s here), wh
 working past its grace is waited for (harness/execution.py).
 """
 import gzip
-import json
 import warnings
 
 import numpy as np
@@ -98,10 +97,7 @@ class Vegeta(ToolAdapter):
     @staticmethod
     def _check_report(output: ToolOutput, requests: int) -> list[str]:
         """vegeta's own JSON summary must count the same requests as the per-request log."""
-        path = output.file(REPORT)
-        if not path.is_file():
-            raise ParseError(f"vegeta wrote no JSON report {REPORT}")
-        report = json.loads(path.read_text())
+        report = output.json(REPORT, f"vegeta wrote no JSON report {REPORT}")
         if report.get("requests") != requests:
             raise ParseError(f"{REPORT} counts {report.get('requests')} requests, {REQUESTS} {requests}")
         return [f"vegeta errors: {'; '.join(report['errors'][:3])}"] if report.get("errors") else []
