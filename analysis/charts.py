@@ -25,7 +25,7 @@ from analysis.memory import Slope, slopes  # noqa: E402
 from analysis.uncertainty import NOT_MEASURABLE as FLAGGED, estimate  # noqa: E402
 from harness.cpus import parse_cpus  # noqa: E402
 from harness.row.bottleneck import SATURATED, side  # noqa: E402
-from harness.results import STATUSES  # noqa: E402
+from harness.store.results import STATUSES  # noqa: E402
 
 OK = "ok"
 NOT_MEASURABLE = "not measurable"

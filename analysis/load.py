@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from harness.adapter import LATENCY_FIELDS
-from harness.results import RunRow
+from harness.store.results import RunRow
 
 
 def _numeric(hint: object) -> bool:

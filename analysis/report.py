@@ -30,7 +30,7 @@ from analysis.uncertainty import CV_LIMIT, NOT_MEASURABLE as FLAGGED, Estimate, 
 from analysis.stall import EXPLANATION as STALL_EXPLANATION, stall_table, write_stall_chart
 from harness.errors import HarnessError
 from harness.lock import folder_lock
-from harness.results import STATUSES
+from harness.store.results import STATUSES
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 NO_CHART = {"docker_vs_host": "these results hold no run of the same tool and scenario in both runtimes",

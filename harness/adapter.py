@@ -60,7 +60,7 @@ class ToolOutput:
 
 
 def column(doc: str, default: Any = None) -> Any:
-    """A runs.csv column; ``doc`` is its line in the README's column table (harness/results.py).
+    """A runs.csv column; ``doc`` is its line in the README's column table (harness/store/results.py).
     ``default=MISSING`` makes it a required argument."""
     return field(default=default, metadata={"doc": doc})
 

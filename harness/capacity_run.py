@@ -30,7 +30,7 @@ from harness.adapter import ToolAdapter
 from harness.capacity import Criteria, SearchResult, Step, Verdict, judge, search
 from harness.errors import HarnessError
 from harness.plan import Plan
-from harness.results import ResultsFolder, RunRow
+from harness.store.results import ResultsFolder, RunRow
 from harness.runner import Bench, console, opened
 from harness.runtimes import Runtime
 from harness.scenarios import MAX_VUS, Scenario, describe_error

@@ -11,7 +11,7 @@ from harness.cleanup import clean_state
 from harness.cpus import NO_SPLIT, CpuSplit, choose_split
 from harness.errors import HarnessError
 from harness.lock import TESTHOST, acquire, wait_s
-from harness.results import ResultsFolder
+from harness.store.results import ResultsFolder
 from harness.runner import Plan, run_suite
 from harness.runtimes import GENERATORS_NEED_A_TARGET_HOST, RUNTIMES
 from harness.shaping import SHAPERS

@@ -17,7 +17,7 @@ from contextlib import nullcontext
 from pathlib import Path
 
 from harness.processes import signals_deferred
-from harness.row.record import SAMPLES, STDERR, STDOUT, Execution, save_execution
+from harness.store.record import SAMPLES, STDERR, STDOUT, Execution, save_execution
 from harness.runtimes.base import Session
 from harness.sampling import PidSource, TopSampler
 

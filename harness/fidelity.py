@@ -15,7 +15,7 @@ The verdict, one line:
 - the rate over time, when the window CV exceeds what the declared schedule's counting noise gives
   (Poisson: 1/sqrt(requests per window); uniform: 0.5/requests per window, a window holding one
   request more or less) by more than WINDOW_CV_MARGIN (0.15): "rate uneven", with the window range.
-- the rate, when the wire rate fell short of the declared one by more than row/rate's RATE_TOLERANCE.
+- the rate, when the wire rate fell short of the declared one by more than the scenarios' RATE_TOLERANCE.
 """
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, fields
 
 import numpy as np
 
-from harness.row.rate import RATE_TOLERANCE
+from harness.scenarios import RATE_TOLERANCE
 
 WINDOW_NS = 100_000_000
 EXPECTED_GAP_CV = {"uniform": 0.0, "poisson": 1.0}

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from harness import REPO_ROOT, registry
 from harness.adapter import RunSpec
-from harness.results import ResultsFolder
+from harness.store.results import ResultsFolder
 from harness.runner import run_one
 from harness.runtimes.docker import DockerRuntime
 from harness.runtimes.host import HostRuntime

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from harness import capabilities, targets
 from harness.errors import HarnessError
-from harness.results import ResultsFolder, read_environment
+from harness.store.results import ResultsFolder, read_environment
 from harness.ssh import parse_ssh_url
 from harness.targets import Setup
 

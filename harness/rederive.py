@@ -16,9 +16,9 @@ from harness.adapter import ToolAdapter
 from harness.capture import reparsed
 from harness.errors import HarnessError
 from harness.lock import folder_lock
-from harness.results import ResultsFolder, RunRow
+from harness.store.results import ResultsFolder, RunRow
 from harness.row import Derived, derive
-from harness.row.record import RECORD, SCHEMA_VERSION, RunRecord
+from harness.store.record import RECORD, SCHEMA_VERSION, RunRecord
 
 
 def derive_stored(record: RunRecord, adapter: ToolAdapter, run_dir: Path) -> Derived:

@@ -28,9 +28,9 @@ from harness.lock import acquire, folder_lock, record_folder
 from harness.execution import execute, execute_together, split_evenly
 from harness.plan import Plan
 from harness.rederive import derive_stored
-from harness.results import ResultsFolder, RunRow, read_meta_row
+from harness.store.results import ResultsFolder, RunRow, read_meta_row
 from harness.row import merge, rtt_ok
-from harness.row.record import Execution, PartRecord, RunRecord, split_fields
+from harness.store.record import Execution, PartRecord, RunRecord, split_fields
 from harness.runtimes import Runtime, Session, make_runtime
 from harness.scenarios import Scenario
 from harness.shaping import (ShaperChoice, choose_shaper, loaded_probe, measured_rtt, netem_available, proxy_pids,

@@ -5,26 +5,12 @@ tool at that moment (a callable supplies them, so forked workers and container p
 followed). top's first frame has no meaningful %CPU, so its CPU figure is dropped.
 
 Other process groups (the target's Nginx, a Toxiproxy) are read from the same frames, so both
-sides of a run are sampled at the same instants by one top. A frame that arrives after a stall
-(more than STALL_S after the previous one: seen in Docker with both cores saturated) carries a
-%CPU for an interval top did not measure consistently (382% on two cores), so its CPU figure is
-left out of the average and counted in ``Usage.cpu_frames_dropped``; the other frames are weighted
-by the time since their previous frame.
-
-A frame in which the group's processes hold no memory (summed RSS 0: the tool exiting or a zombie,
-or a process gone between the pid listing and top's frame) is no reading of their memory: it is
-left out of the memory figures and counted in ``Usage.mem_frames_dropped`` (issue 35: such a last
-frame pulled a 3 s run's average down by a quarter).
-
-The memory check reads VmRSS of the same pids right after top printed a frame, so after top read it and
-before top reads the next one. Memory moves in between (oha keeps every result: 7 MiB/s; a tool that stopped
-its users frees memory as it exits), so the check is judged against the range top itself saw over that
-interval: this frame's RSS and the next resident frame's (``check_span``). A frame with no resident frame
-after it has no such range and holds no check.
+sides of a run are sampled at the same instants by one top. The memory check reads VmRSS of the same
+pids right after top printed a frame (after top read it, before top reads the next one). The frames
+are stored (harness/store/samples.py); the figures are derived from them (harness/row/usage.py).
 """
 from __future__ import annotations
 
-import csv
 import os
 import re
 import subprocess
@@ -32,56 +18,20 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from statistics import fmean, linear_regression
+from statistics import fmean
 from typing import Callable
 
 import psutil
 
 from harness.processes import end_process
+from harness.store.samples import CpuFrame, Sample, write_csv
 
 PidSource = Callable[[], set[int]]
 # One CPU's summary from top -1; fields can touch ("0.0 ni,100.0 id"), several CPUs share a line.
 _NUM = r"(\d+(?:\.\d+)?)"
 _CPU_IDLE = re.compile(rf"%Cpu(\d+)\s*:.*?{_NUM}\s*id,.*?{_NUM}\s*hi,\s*{_NUM}\s*si")
 MemoryCheck = Callable[[set[int]], "float | None"]   # an independent MiB figure for the same pids
-STALL_S = 1.5   # a frame later than this after the previous one follows a stall (interval 1 s)
-MIN_GROWTH_FRAMES = 3   # a slope over two frames is their difference: one frame's noise
 _UNITS_KIB = {"k": 1, "m": 1024, "g": 1024**2, "t": 1024**3, "p": 1024**4}
-
-
-@dataclass(frozen=True)
-class Sample:
-    t_s: float          # seconds since sampling started
-    rss_mb: float       # summed resident set size, MiB
-    cpu_pct: float      # summed %CPU (100 = one core)
-    processes: int
-    first_frame: bool
-    rss_check_mb: float | None = None   # the same processes' memory read another way (VmRSS, cgroup)
-
-
-@dataclass(frozen=True)
-class CpuFrame:
-    t_s: float
-    cpu: int
-    busy_pct: float     # 100 - idle, every process and the kernel
-    first_frame: bool
-    irq_pct: float = 0.0   # hardware + software interrupts (the network stack's packet work)
-
-
-@dataclass(frozen=True)
-class Usage:
-    mem_avg_mb: float | None
-    mem_peak_mb: float | None
-    cpu_avg_pct: float | None
-    samples: int
-    mem_outside_peak_mb: float | None = None   # peak before/after the load window (start-up, report)
-    max_gap_s: float = 0.0                     # longest time between two frames (top can stall)
-    cpu_frames_dropped: int = 0                # frames after a stall, left out of cpu_avg_pct
-    mem_frames_dropped: int = 0                # frames in the window with RSS 0 (exiting), left out of memory
-    mem_growth_mb_per_s: float | None = None   # RSS's least-squares slope over the window's frames (3 at least)
-    check_top_mb: float | None = None          # the last frame in the window with a memory check and a
-    check_next_top_mb: float | None = None     # resident frame after it: top's RSS there and one frame later,
-    check_mb: float | None = None              # and the independent figure read between the two
 
 
 def only_named(pids: PidSource, name: str) -> PidSource:
@@ -106,62 +56,6 @@ def parse_kib(text: str) -> float:
     if unit in _UNITS_KIB:
         return float(text[:-1]) * _UNITS_KIB[unit]
     return float(text)
-
-
-def resident(sample: Sample) -> bool:
-    """Whether the frame read the processes' memory: they were listed and held some."""
-    return sample.processes > 0 and sample.rss_mb > 0
-
-
-def growth(frames: list[Sample]) -> float | None:
-    """How fast RSS rose over these frames, MiB/s (least squares; None below MIN_GROWTH_FRAMES or one instant):
-    a tool whose memory grows with the requests served (Node's heap, a per-request log kept in RAM) rises
-    steadily at a fixed VU count."""
-    if len(frames) < MIN_GROWTH_FRAMES or len({f.t_s for f in frames}) < 2:
-        return None
-    return linear_regression([f.t_s for f in frames], [f.rss_mb for f in frames]).slope
-
-
-def check_span(top_mb: float, next_top_mb: float, check_mb: float) -> float:
-    """How far the check lies outside the range top read around it, relative to the nearer end (0 inside)."""
-    low, high = sorted((top_mb, next_top_mb))
-    if check_mb > high:
-        return check_mb / high - 1
-    return check_mb / low - 1 if check_mb < low else 0.0
-
-
-def summarise(samples: list[Sample], window: tuple[float, float] | None = None) -> Usage:
-    """Average and peak over the samples in the load ``window`` (seconds since launch; all
-    samples when None); the peak outside it is kept apart. Memory counts resident frames only."""
-    alive = [s for s in samples if s.processes > 0]
-    inside = [s for s in alive if window is None or window[0] <= s.t_s <= window[1]]
-    outside_peak = max((s.rss_mb for s in alive if s not in inside and resident(s)), default=None)
-    if not inside:
-        return Usage(None, None, None, 0, outside_peak)
-    since = {id(b): b.t_s - a.t_s for a, b in zip(samples, samples[1:])}   # time each frame covers
-    # An exiting process's last frame keeps its CPU: top measured it over an interval the process ran in.
-    rated = [s for s in inside if not s.first_frame and id(s) in since]
-    kept = [s for s in rated if since[id(s)] <= STALL_S]
-    weight = sum(since[id(s)] for s in kept)
-    gaps = [b.t_s - a.t_s for a, b in zip(alive, alive[1:])]
-    memory = [s for s in inside if resident(s)]
-    # A check of 0 read the processes gone or exiting after top's frame: no reading (as an RSS of 0 is none).
-    following = {id(a): b for a, b in zip(samples, samples[1:]) if resident(b)}
-    checked = [s for s in memory if s.rss_check_mb and id(s) in following]
-    return Usage(
-        mem_avg_mb=fmean(s.rss_mb for s in memory) if memory else None,
-        mem_peak_mb=max((s.rss_mb for s in memory), default=None),
-        cpu_avg_pct=sum(s.cpu_pct * since[id(s)] for s in kept) / weight if weight else None,
-        samples=len(inside),
-        mem_outside_peak_mb=outside_peak,
-        max_gap_s=max(gaps, default=0.0),
-        cpu_frames_dropped=len(rated) - len(kept),
-        mem_frames_dropped=len(inside) - len(memory),
-        mem_growth_mb_per_s=growth(memory),
-        check_top_mb=checked[-1].rss_mb if checked else None,
-        check_next_top_mb=following[id(checked[-1])].rss_mb if checked else None,
-        check_mb=checked[-1].rss_check_mb if checked else None,
-    )
 
 
 def allowed_cpus(pid: int) -> dict | None:
@@ -330,26 +224,4 @@ class TopSampler:
             ))
 
     def write_csv(self, path: Path, group: str = "") -> None:
-        with path.open("w", newline="") as handle:
-            writer = csv.writer(handle)
-            writer.writerow(["t_s", "rss_mb", "cpu_pct", "processes", "first_frame", "rss_check_mb"])
-            for s in self.groups[group]:
-                check = "" if s.rss_check_mb is None else f"{s.rss_check_mb:.3f}"
-                writer.writerow([s.t_s, f"{s.rss_mb:.3f}", f"{s.cpu_pct:.1f}", s.processes, int(s.first_frame), check])
-
-
-def busy_pct(cpu_busy: list[CpuFrame], cpus: tuple[int, ...], window: tuple[float, float] | None,
-             irq: bool = False) -> float | None:
-    """How busy the CPUs in ``cpus`` were (any process, the kernel too) over the window, on average;
-    with ``irq``, the part spent in interrupts."""
-    frames = [f for f in cpu_busy if f.cpu in cpus and not f.first_frame
-              and (window is None or window[0] <= f.t_s <= window[1])]
-    return fmean(f.irq_pct if irq else f.busy_pct for f in frames) if frames else None
-
-
-def read_csv(path: Path) -> list[Sample]:
-    """A samples.csv back into samples (older files lack rss_check_mb)."""
-    with path.open(newline="") as handle:
-        return [Sample(float(r["t_s"]), float(r["rss_mb"]), float(r["cpu_pct"]), int(r["processes"]),
-                       r["first_frame"] == "1", float(r["rss_check_mb"]) if r.get("rss_check_mb") else None)
-                for r in csv.DictReader(handle)]
+        write_csv(path, self.groups[group])

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from harness import targets
 from harness.errors import HarnessError
-from harness.results import RESERVED_NAMES
+from harness.store.results import RESERVED_NAMES
 
 MAX_VUS = 100_000
 MAX_DURATION_S = 24 * 3600
@@ -26,6 +26,9 @@ MAX_STALL_MS = 600_000
 
 
 MAX_DELAY_MS = 60_000
+
+
+RATE_TOLERANCE = 0.05   # a tool achieving less than 95% of the target rate is flagged rate_ok=false
 
 
 def rtt_tolerance_ms(rtt_ms: float) -> float:

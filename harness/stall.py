@@ -8,7 +8,7 @@ would (the kernel keeps completing handshakes and queueing requests in socket bu
 refused, everything waits), and they leave the RTT path untouched. The SIGCONT is sent whatever
 happens: the tool crashing, Ctrl-C, SIGTERM.
 
-The expected latencies and the record of the stall: harness/row/stall.py.
+The expected latencies: harness/row/stall.py; the record of the stall: harness/store/stall.py.
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from harness.processes import signal_pids, signals_deferred
-from harness.row.stall import StallRecord
+from harness.store.stall import StallRecord
 
 METHOD = ("SIGSTOP/SIGCONT of every Nginx process (host: nginx in netns lth-target; docker: the target container; "
           "--target-host: over ssh, both signals sent there by one script, the stall timed on that host's clock)")

@@ -17,7 +17,7 @@ import pytest
 from conftest import make_as_typed, rederived_differences, selected_tools
 from harness import REPO_ROOT, registry, scenarios
 from harness.row import rtt_ok
-from harness.sampling import MIN_GROWTH_FRAMES
+from harness.row.usage import MIN_GROWTH_FRAMES
 from harness.shaping import netem_available
 
 pytestmark = pytest.mark.e2e

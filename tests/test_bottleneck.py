@@ -10,7 +10,9 @@ from conftest import FIXTURES
 from harness.row.bottleneck import affinity_note, req_per_cpu_s, saturated, side
 from harness.cpus import CpuSplit, choose_split, format_cpus, parse_cpus
 from harness.errors import HarnessError
-from harness.sampling import Sample, TopSampler, read_csv, summarise
+from harness.row.usage import summarise
+from harness.sampling import TopSampler
+from harness.store.samples import Sample, read_csv
 
 
 def test_cpu_lists_round_trip():
@@ -131,7 +133,7 @@ def test_a_bad_cpu_option_is_one_line_and_status_2():
 
 def test_busy_cpus_with_an_unsaturated_side_are_named_as_contention():
     from harness.row.bottleneck import contention_note
-    from harness.results import RunRow
+    from harness.store.results import RunRow
     split = CpuSplit(available=(0, 1), target=(0,), tool=(1,))
     row = RunRow(tool="wrk", tool_version="4", runtime="host", scenario="s", vus=20, rtt_target_ms=0.1, duration_s=10,
                  status="ok", cpu_avg_pct=26.0, target_cpu_pct=95.0, cpus_target="0", cpus_tool="1")
@@ -149,7 +151,7 @@ def test_busy_cpus_with_an_unsaturated_side_are_named_as_contention():
 
 
 def test_top_reports_every_cpus_busy_share():
-    from harness.sampling import busy_pct
+    from harness.row.usage import busy_pct
     with TopSampler(lambda: set()) as sampler:
         subprocess.run([sys.executable, "-c", "import time; time.sleep(2.2)"])
     cpus = {f.cpu for f in sampler.cpu_busy}

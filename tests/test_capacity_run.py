@@ -20,7 +20,7 @@ from harness.capture import Capture
 from harness.cpus import NO_SPLIT
 from harness.errors import HarnessError
 from harness.plan import Plan
-from harness.results import ResultsFolder, RunRow
+from harness.store.results import ResultsFolder, RunRow
 
 # From 25 rps doubling: 25 and 50 pass, 100 misses its rate (90 achieved), so the next probe is the
 # achieved 90, which passes; 100 is within 30% of 90: done.

@@ -18,7 +18,7 @@ import pytest
 
 from conftest import FIXTURES, REPO, harness, leftovers, require_root_tools
 from harness.capture import MAX_PACKETS, Capture
-from harness.results import RunRow
+from harness.store.results import RunRow
 from harness.row import wire
 from harness.runtimes.docker import docker_available
 from harness.target import Target

@@ -12,7 +12,7 @@ import pytest
 
 from conftest import REPO, LabRun, harness, require_root_tools, rows, selected_tools
 from harness.row.bottleneck import MEMORY_CHECK_TOLERANCE
-from harness.sampling import check_span
+from harness.row.usage import check_span
 from harness.runtimes.docker import docker_available
 from harness.ssh import SSH_CONFIG_ENV, parse_ssh_url
 from harness.lab import lab, missing

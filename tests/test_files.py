@@ -12,14 +12,14 @@ from conftest import REPO
 OLD = {"runtime": "host", "kept": True}
 # Each writer, writing a large new content into FOLDER (argv[1]); the folder holds the old file already.
 WRITERS = {
-    "environment.json": "from harness.results import ResultsFolder\n"
+    "environment.json": "from harness.store.results import ResultsFolder\n"
                         "ResultsFolder(folder).write_json('environment.json', big)",
-    "capacity.json": "from harness.results import ResultsFolder\n"
+    "capacity.json": "from harness.store.results import ResultsFolder\n"
                      "ResultsFolder(folder).write_json('capacity.json', big)",
-    "meta.json": "from harness.results import RunRow, write_meta\n"
+    "meta.json": "from harness.store.results import RunRow, write_meta\n"
                  "write_meta(folder, RunRow(tool='t', tool_version=None, runtime='host', scenario='s', vus=1, "
                  "rtt_target_ms=0.1, duration_s=1), big)",
-    "record.json": "from harness.row.record import RunRecord\n"
+    "record.json": "from harness.store.record import RunRecord\n"
                    "RunRecord(tool='t', runtime='host', scenario=big, repeat=1, started_at='', run_dir='s/t', "
                    "shaper='none', cpus_target='', cpus_tool='', split={}).save(folder)",
 }

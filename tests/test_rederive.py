@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.results import _cell
-from harness.sampling import growth, read_csv, resident
+from harness.store.results import _cell
+from harness.row.usage import growth, resident
+from harness.store.samples import read_csv
 
 REPO = Path(__file__).resolve().parents[1]
 STORED = next((REPO / "tests" / "fixtures" / "rederive").iterdir())

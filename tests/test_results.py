@@ -10,7 +10,7 @@ from analysis.load import LATENCY, NUMERIC, load_results
 from conftest import FIXTURES, REPO
 from harness.adapter import Figures, Metrics
 from harness.errors import HarnessError
-from harness.results import COLUMNS, ResultsFolder, RunRow, columns_markdown
+from harness.store.results import COLUMNS, ResultsFolder, RunRow, columns_markdown
 from harness.row import COPIED_METRICS
 
 # runs.csv of a real run made before the columns were derived from Metrics (issue 12): the header
@@ -91,7 +91,7 @@ def test_readme_documents_every_column_in_order():
     readme = (REPO / "README.md").read_text()
     table = re.search(r"<!-- columns: .*?-->\n(.*?)<!-- /columns -->", readme, re.S)
     assert table and table.group(1) == columns_markdown(), (
-        "README's column table differs from harness/results.py: replace it with\n" + columns_markdown())
+        "README's column table differs from harness/store/results.py: replace it with\n" + columns_markdown())
     assert re.findall(r"^\| `(\w+)` \|", table.group(1), re.M) == COLUMNS
 
 

@@ -192,7 +192,7 @@ def test_a_runtime_that_fails_to_start_leaves_latest_and_its_report_where_they_w
 
 
 def test_latest_moves_to_a_new_folder_with_its_first_row(tmp_path):
-    from harness.results import ResultsFolder, RunRow
+    from harness.store.results import ResultsFolder, RunRow
     (tmp_path / "old").mkdir()
     (tmp_path / "latest").symlink_to("old")
     folder = ResultsFolder.create(tmp_path, "fake")
@@ -224,7 +224,7 @@ def test_a_target_outside_the_harnesss_networks_gets_no_probe_either(tmp_path, m
     from contextlib import contextmanager
 
     from fake_runtime import FakeSession
-    from harness.results import ResultsFolder
+    from harness.store.results import ResultsFolder
     from harness.target import Target
 
     class ExternalTarget(FakeRuntime):

@@ -10,8 +10,9 @@ import pytest
 
 from harness.runtimes.host import process_tree
 from harness.row.bottleneck import memory_note
-from harness.sampling import (SAMPLER_NICE, Sample, TopSampler, Usage, check_span, parse_kib, read_csv, summarise,
-                             vmrss_mb)
+from harness.row.usage import Usage, check_span, summarise
+from harness.sampling import SAMPLER_NICE, TopSampler, parse_kib, vmrss_mb
+from harness.store.samples import Sample, read_csv
 
 # A real run's samples.csv (wrk, 100 VUs, host, 3 s): top's last frame still lists wrk, exiting, RSS 0.
 EXITING = Path(__file__).parent / "fixtures" / "sampling" / "wrk-exiting-frame" / "samples.csv"
@@ -64,7 +65,7 @@ def test_load_window_separates_startup_peak_from_steady_figures():
 
 def test_an_exiting_process_frame_is_no_memory_reading():
     """Issue 35: the exiting frame took this run's mem_avg_mb from 5.19 to 3.89 MiB. read_csv is what the
-    row's derivation (row.record.load_execution) reads samples.csv with; wrk gives no load window."""
+    row's derivation (store.record.load_execution) reads samples.csv with; wrk gives no load window."""
     samples = read_csv(EXITING)
     exiting = samples[-1]
     assert exiting.processes == 1 and exiting.rss_mb == 0

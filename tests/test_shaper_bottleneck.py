@@ -10,7 +10,7 @@ from contextlib import contextmanager
 
 import pytest
 
-from harness.results import RunRow
+from harness.store.results import RunRow
 from harness.row.bottleneck import fill_shaper, limited_by, shaper_capped, shaper_note
 from harness.shaping import PROBE_SCRIPT, loaded_probe
 from harness.target import TARGET_DIR, TARGET_FILE, Target

@@ -8,9 +8,10 @@ import pytest
 from harness.openmodel import rate_for, unsupported_reason
 from harness.row.rate import fill_rate, fill_stall
 from harness.registry import discover
-from harness.results import RunRow
+from harness.store.results import RunRow
 from harness.scenarios import Scenario
-from harness.row.stall import StallRecord, expected, expected_latencies_ms, expected_quantile_ms
+from harness.row.stall import expected, expected_latencies_ms, expected_quantile_ms
+from harness.store.stall import StallRecord
 from harness.stall import injected
 
 TOOLS = discover()

@@ -18,11 +18,11 @@ from pathlib import Path
 
 from harness.adapter import LATENCY_FIELDS, LatencyHistogram, Metrics, RunSpec, ToolAdapter, ToolOutput, below_resolution
 from harness.failure import cause_line, name_the_missing_path
-from harness.results import COLUMNS, RunRow, withhold_results, write_meta
+from harness.store.results import COLUMNS, RunRow, withhold_results, write_meta
 from harness.row import bottleneck, merge, rate, target, wire
-from harness.row.record import SCHEMA_VERSION, Execution, PartRecord, RunRecord, load_execution
-from harness.row.stall import StallRecord
-from harness.sampling import summarise
+from harness.store.record import SCHEMA_VERSION, Execution, PartRecord, RunRecord, load_execution
+from harness.store.stall import StallRecord
+from harness.row.usage import summarise
 from harness.scenarios import Scenario, rtt_tolerance_ms
 
 SAMPLE_GAP_WARN_S = 2.5  # top frames further apart than this are reported in the row's notes

@@ -1,13 +1,13 @@
 """A rate or stall scenario's columns (issue 13): the rate asked for and achieved, and the p99/max
-a tool timing from intended send times must report through the stall (harness/row/stall.py)."""
+a tool timing from intended send times must report through the stall (harness/row/stall.py; the stall as recorded: harness/store/stall.py)."""
 from __future__ import annotations
 
 from harness.adapter import ToolAdapter
-from harness.results import RunRow
-from harness.row.stall import StallRecord, expected
-from harness.scenarios import Scenario
+from harness.store.results import RunRow
+from harness.row.stall import expected
+from harness.store.stall import StallRecord
+from harness.scenarios import RATE_TOLERANCE, Scenario
 
-RATE_TOLERANCE = 0.05   # a tool achieving less than 95% of the target rate is flagged rate_ok=false
 
 
 def rate_ok(achieved_rps: float | None, target_rps: float) -> bool | None:

@@ -1,6 +1,6 @@
 """The stall test's arithmetic (issue 13): the latencies a tool that times every request from its
-intended send time must report when the target is frozen for ``stall_ms`` at ``stall_at_s``, and the
-stall as it happened (harness/stall.py freezes the target and fills the record).
+intended send time must report when the target is frozen for ``stall_ms`` at ``stall_at_s``, the stall as it
+happened is harness/store/stall.py's record (harness/stall.py freezes the target and fills it).
 
 Expected latencies: requests are intended at t_k = k / rate (k = 0 .. rate x duration - 1). One
 intended while the server is frozen, t_k in [stall_at, stall_end), waits stall_end - t_k and then
@@ -11,7 +11,7 @@ Computed here exactly over the discrete schedule with the harness's nearest-rank
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -45,32 +45,3 @@ def expected_quantile_ms(q: float, duration_s: float, stall_ms: float, rtt_ms: f
     """The closed form of the docstring (continuous schedule), for checking and for the report."""
     f = stall_ms / 1000 / duration_s
     return rtt_ms + (stall_ms * (q - (1 - f)) / f if q > 1 - f else 0.0)
-
-
-@dataclass
-class StallRecord:
-    at_s: float
-    ms: int
-    origin: float = 0.0                       # epoch s the schedule counts from (just before the launch)
-    stopped_at: float | None = None           # epoch s of the SIGSTOP
-    resumed_at: float | None = None           # epoch s of the SIGCONT
-    pids: set[int] = field(default_factory=set)
-
-    @property
-    def actual_ms(self) -> float | None:
-        if self.stopped_at is None or self.resumed_at is None:
-            return None
-        return (self.resumed_at - self.stopped_at) * 1000
-
-    def describe(self) -> str:
-        if self.actual_ms is None:
-            return f"stall of {self.ms} ms at +{self.at_s:g} s did not happen (the tool ended first)"
-        return (f"stall: SIGSTOP of {len(self.pids)} Nginx processes at +{self.stopped_at - self.origin:.3f} s "
-                f"after launch, SIGCONT {self.actual_ms:.1f} ms later")
-
-    def to_dict(self) -> dict:
-        return {**asdict(self), "pids": sorted(self.pids)}
-
-    @classmethod
-    def from_dict(cls, data: dict) -> "StallRecord":
-        return cls(**{**data, "pids": set(data.get("pids", ()))})

@@ -3,7 +3,7 @@ it in the run's record: the pcap itself is deleted once parsed unless --keep-pca
 schedule fidelity columns from the same summary (harness/fidelity.py)."""
 from __future__ import annotations
 
-from harness.results import RunRow
+from harness.store.results import RunRow
 
 
 def fill(row: RunRow, capture: dict, probe_gets: int = 0, stops_timing_before_closing: bool = False) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from harness.cpus import CpuSplit
 from harness.files import write_atomic
-from harness.sampling import CpuFrame, Sample, read_csv
+from harness.store.samples import CpuFrame, Sample, read_csv
 
 SCHEMA_VERSION = 1   # of record.json, execution.json and the derivation; results/<run>/meta.json says which
 RECORD = "record.json"
