@@ -8,6 +8,7 @@ has its status ("failed", "timeout", "unsupported") written where its bar would 
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Callable, Iterable
 
 import matplotlib
@@ -15,6 +16,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.artist  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.text  # noqa: E402
 import matplotlib.ticker  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
@@ -90,8 +92,23 @@ def _facets(df: pd.DataFrame, title: str) -> tuple[plt.Figure, list[tuple[str, p
 def _title(fig: plt.Figure, title: str) -> None:
     """Placed in inches from the top (a fraction of a tall figure's height ran into what is under it); _layout
     makes room for it."""
-    fig.suptitle(title, fontsize=12, x=0.01, y=1 - PAD_IN / fig.get_figheight(), ha="left", va="top", wrap=True,
+    fig.suptitle(title, fontsize=12, x=0.01, y=1 - PAD_IN / fig.get_figheight(), ha="left", va="top",
                  in_layout=False, gid="title")
+
+
+def _wrap_to_figure(text: matplotlib.text.Text, renderer) -> None:
+    """Breaks ``text`` (left-aligned, in figure coordinates) into lines that end inside the figure. Text's own
+    wrap=True measures the line anew after every word, at each draw: a tenth of a report's time went to the
+    title and caption; here a line's width per character, measured once, sets textwrap's width."""
+    fig, written = text.get_figure(), text.get_text()
+    room = (1 - text.get_position()[0]) * fig.bbox.width - fig.dpi * PAD_IN
+    for _ in range(4):
+        extent = text.get_window_extent(renderer)
+        if extent.x1 <= fig.bbox.width - fig.dpi * PAD_IN / 2:
+            return
+        longest = max(len(line) for line in text.get_text().splitlines())
+        width = max(10, int(longest * room / extent.width))
+        text.set_text("\n".join(textwrap.fill(line, width) for line in written.splitlines()))
 
 
 PAD_IN = 0.1    # inches between the title, the legend, the panels and the caption
@@ -110,6 +127,7 @@ def _layout(fig: plt.Figure, legend_from: plt.Axes | None = None, ncol: int = 1,
         return artist.get_window_extent(renderer).height / fig.dpi
 
     title = next(t for t in fig.texts if t.get_gid() == "title")
+    _wrap_to_figure(title, renderer)
     top = PAD_IN + inches(title) + PAD_IN
     if legend_from is not None:
         legend = fig.legend(*legend_from.get_legend_handles_labels(), loc="upper right", fontsize=8, ncol=ncol,
@@ -117,7 +135,8 @@ def _layout(fig: plt.Figure, legend_from: plt.Axes | None = None, ncol: int = 1,
         top += inches(legend) + PAD_IN
     bottom = 0.0
     if caption:
-        text = fig.text(0.01, PAD_IN / height, caption, fontsize=7, color="#555", wrap=True)
+        text = fig.text(0.01, PAD_IN / height, caption, fontsize=7, color="#555")
+        _wrap_to_figure(text, renderer)
         bottom = (PAD_IN + inches(text)) / height
     _fit(fig, renderer, (0, bottom, 1, 1 - top / height))
 
