@@ -182,9 +182,11 @@ class ToolAdapter(ABC):
     unavailable: ClassVar[str | None] = None
     # Open model (issue 13): True when command() honours RunSpec.rate_rps (a constant arrival rate);
     # rate_model says how in one line (the options, and whether latency counts from the intended
-    # send time), or, when False, why the tool cannot.
+    # send time), or, when False, why not. The default claims only what the base class knows (the
+    # adapter passes no rate), true whether or not the tool has a rate option; a tool without one
+    # says so in its own rate_model (wrk's, drill's).
     open_model: ClassVar[bool] = False
-    rate_model: ClassVar[str] = "closed model only: no arrival-rate option"
+    rate_model: ClassVar[str] = "closed model: no arrival rate is wired into this adapter"
     # True when the tool's latency in a rate run counts from each request's intended send time
     # (coordinated-omission corrected): the row's co_corrected then says so.
     rate_co_corrected: ClassVar[bool] = False

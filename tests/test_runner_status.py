@@ -131,7 +131,7 @@ def test_a_wrapped_tool_is_sampled_without_its_wrapper_and_no_1_vu_run_is_made(s
 def test_a_rate_scenario_gives_a_closed_model_tool_an_unsupported_row_without_running_it(suite):
     row = suite["rows"][RATE.id, "fake-ok"]
     assert row.status == "unsupported"
-    assert row.error == "open model not supported: closed model only: no arrival-rate option"
+    assert row.error == "open model not supported: closed model: no arrival rate is wired into this adapter"
     assert row.rate_target_rps == RATE.rate_rps and row.requests is None
     assert not (suite["folder"] / row.run_dir / "stdout.txt").exists()
     opened = suite["rows"][RATE.id, "fake-open"]
