@@ -287,11 +287,16 @@ def command_spec(out_dir: Path, vus: int = 20, duration_s: int = 5, url: str = U
     return RunSpec(url=url, vus=vus, duration_s=duration_s, out_dir=out_dir, cpus=2, keepalive=keepalive)
 
 
+LATENCY_ORDER = ("lat_min_ms", "lat_p50_ms", "lat_p75_ms", "lat_p90_ms", "lat_p95_ms", "lat_p99_ms", "lat_max_ms")
+
+
 def assert_ordered(m) -> None:
-    """Every latency figure is reported and min <= p50 <= ... <= p99 <= max."""
-    values = [m.lat_min_ms, m.lat_p50_ms, m.lat_p75_ms, m.lat_p90_ms, m.lat_p95_ms, m.lat_p99_ms, m.lat_max_ms]
-    assert all(v is not None for v in values)
-    assert values == sorted(values)
+    """The latency figures the tool reported are in order, min <= p50 <= p75 <= p90 <= p95 <= p99 <= max;
+    a figure left None (the tool does not print it: autocannon's p95) is skipped. At least two must be there."""
+    present = [(name, getattr(m, name)) for name in LATENCY_ORDER if getattr(m, name) is not None]
+    assert len(present) >= 2, f"fewer than two latency figures to order: {dict(present) or 'none'}"
+    for (low, low_value), (high, high_value) in zip(present, present[1:]):
+        assert low_value <= high_value, f"{low} {low_value} > {high} {high_value} (the figures: {dict(present)})"
 
 
 # --- the lab's shared runs (test_generator_hosts_e2e, test_docker_hosts_e2e) -------------------------------------

