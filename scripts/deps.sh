@@ -61,21 +61,25 @@ fi
 folders=$(.venv/bin/python -m harness install-folders "$TOOLS") || exit 2
 if [ "${DEPS_RESOLVE_ONLY:-0}" = 1 ]; then echo "$folders"; exit 0; fi
 
-# Compiles (install kind cargo: oha and drill, 5-15 min each on 2 cores) start now, in the background, and
-# overlap the installs below, which mostly wait on the network; they are waited for at the end. The cargo
-# they use is found (or installed with apt) first, so that only this script ever runs apt.
+# Compiles (install kinds go: the Go tools, one shared build cache, k6 ~4 min; cargo: oha and drill, 5-15 min
+# each on 2 cores) start now, in the background, and overlap the installs below, which mostly wait on the
+# network; they are waited for at the end. The Go toolchain and the cargo they use are fetched (cargo: found or
+# installed with apt) first, so that only this script ever runs apt.
 compile_pid=""
 compile_log=/var/log/lth-deps-compile.log
-compiled=$(for folder in $folders; do grep -qx 'kind = "cargo"' "$folder/tool.toml" && echo "$folder"; done || true)
+of_kind() { for folder in $folders; do grep -qx "kind = \"$1\"" "$folder/tool.toml" && echo "$folder"; done || true; }
+compiled=$(of_kind go; of_kind cargo)
 if [ "$NEED_TOOLS" = 0 ]; then
   # The Docker runtime's images install the tools; the compiled ones are compiled here all the same, as the
-  # images' build cache (tools/<id>/prebuilt, tools/_lib/cargo.sh): once per machine, overlapping the installs.
+  # images' build cache (tools/<id>/prebuilt, tools/_lib/go.sh and cargo.sh): once per machine, overlapping
+  # the installs.
   echo "deps: the tools are not installed on this machine: the Docker runtime installs them in their images" \
        "${compiled:+(compiled here once for them: $(echo $compiled | xargs -n1 basename | paste -sd, -))}"
   folders="$compiled"
 fi
 if [ -n "$compiled" ]; then
-  tools/_lib/cargo-toolchain.sh >/dev/null
+  [ -z "$(of_kind go)" ] || tools/_lib/go-toolchain.sh >/dev/null
+  [ -z "$(of_kind cargo)" ] || tools/_lib/cargo-toolchain.sh >/dev/null
   echo "deps: installing $(echo $compiled | xargs -n1 basename | paste -sd, -) in the background (a compile where missing; log: $compile_log)"
   # The compiles hold this lock until they end (flock: inherited by the background job, released when it
   # ends): with NEED_TOOLS=0 nothing here waits for them, the Docker runtime's image builds do

@@ -116,13 +116,14 @@ def record_build(image: str, inputs: str) -> None:
     partial.replace(BUILDS_FILE)
 
 
-# scripts/deps.sh holds it while it compiles the cargo tools in the background (RUNTIME=docker: it does not
-# wait for them); their images copy the binary it leaves in tools/<id>/prebuilt instead of compiling again.
+# scripts/deps.sh holds it while it compiles the Go and cargo tools in the background (RUNTIME=docker: it does
+# not wait for them); their images copy the binary it leaves in tools/<id>/prebuilt instead of compiling again.
 COMPILE_LOCK = Path("/var/lock/lth-compile.lock")
+COMPILED_KINDS = ("go", "cargo")
 
 
 def compiled_on_this_machine(folder: Path) -> bool:
-    return read_manifest(folder).get("kind") == "cargo"
+    return read_manifest(folder).get("kind") in COMPILED_KINDS
 
 
 def wait_for_compiles(folder: Path) -> None:

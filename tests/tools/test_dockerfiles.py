@@ -158,8 +158,8 @@ def held(lock: Path) -> bool:
 
 
 def test_a_compiled_tools_image_waits_for_the_background_compile(tmp_path, monkeypatch, capsys):
-    """scripts/deps.sh (RUNTIME=docker) compiles oha and drill in the background holding COMPILE_LOCK; the
-    image build of such a tool waits until it is released, then copies the binary (tools/_lib/cargo.sh)."""
+    """scripts/deps.sh (RUNTIME=docker) compiles the Go tools, oha and drill in the background holding COMPILE_LOCK;
+    the image build of such a tool waits until it is released, then copies the binary (tools/_lib/go.sh, cargo.sh)."""
     from harness.runtimes import docker
     monkeypatch.setattr(docker, "COMPILE_LOCK", tmp_path / "compile.lock")
     holder = subprocess.Popen(["flock", str(tmp_path / "compile.lock"), "sh", "-c", "read line"],
@@ -175,4 +175,5 @@ def test_a_compiled_tools_image_waits_for_the_background_compile(tmp_path, monke
     assert "the image of oha waits for the compile" in capsys.readouterr().out
     docker.wait_for_compiles(TOOLS_DIR / "oha")      # no compile running: at once, silently
     assert capsys.readouterr().out == ""
-    assert [f.name for f in FOLDERS if docker.compiled_on_this_machine(f)] == ["drill", "oha"]
+    assert [f.name for f in FOLDERS if docker.compiled_on_this_machine(f)] == ["bombardier", "drill", "hey", "k6",
+                                                                               "oha", "vegeta"]
