@@ -108,7 +108,8 @@ def _wrap_to_figure(text: matplotlib.text.Text, renderer) -> None:
             return
         longest = max(len(line) for line in text.get_text().splitlines())
         width = max(10, int(longest * room / extent.width))
-        text.set_text("\n".join(textwrap.fill(line, width) for line in written.splitlines()))
+        text.set_text("\n".join(textwrap.fill(line, width, break_long_words=False, break_on_hyphens=False)
+                                  for line in written.splitlines()))
 
 
 PAD_IN = 0.1    # inches between the title, the legend, the panels and the caption

@@ -290,7 +290,7 @@ def test_a_run_that_did_not_end_ok_has_no_figure_in_the_summary(with_failures, r
 def test_the_memory_chart_names_its_runtimes():
     from analysis.charts import memory
     df = with_limits(load_results(*SAMPLE))
-    title = next(t for t in memory(df).texts if t.get_gid() == "title").get_text()
+    title = " ".join(next(t for t in memory(df).texts if t.get_gid() == "title").get_text().split())   # wrapped
     assert title.endswith("runtime: docker, host") and "average and peak" in title
 
 
