@@ -153,7 +153,12 @@ def docker_build(folder: Path) -> DockerBuild:
         raise HarnessError(f"{folder}: no Dockerfile, and install kind {kind!r} has no shared one "
                            f"(tools/README.md: Install and Docker)")
     if KIND_DOCKERFILES[kind] == "build-stage":
-        args |= {"INSTALLED": installed_path(folder, manifest), "TOOLCHAIN": KIND_TOOLCHAINS.get(kind, "")}
+        # The host's compiled binary (tools/<id>/prebuilt/<id>, tools/_lib/go.sh and cargo.sh) is what the build
+        # stage installs: the toolchain's layer is then dead weight (cargo's installs Debian's rustc in the
+        # image: ~50 s on a fresh machine). install.sh fetches the toolchain itself if the binary is not usable.
+        prebuilt = (folder / "prebuilt" / folder.name).is_file()
+        args |= {"INSTALLED": installed_path(folder, manifest),
+                 "TOOLCHAIN": "" if prebuilt else KIND_TOOLCHAINS.get(kind, "")}
     return DockerBuild(f"{SHARED_DOCKERFILES}/{KIND_DOCKERFILES[kind]}.Dockerfile", args)
 
 

@@ -78,6 +78,9 @@ def test_the_build_args_are_the_manifests(tmp_path: Path):
     assert docker_build(gotool).args == {"TOOL": "gotool", "RUNTIME_PACKAGES": "", "INSTALLED": "/opt/lth/bin",
                                          "TOOLCHAIN": KIND_TOOLCHAINS["go"]}
     assert docker_build(placed).args["INSTALLED"] == "/opt/x/dist"
+    (gotool / "prebuilt").mkdir()
+    (gotool / "prebuilt" / "gotool").write_bytes(b"\x7fELF")      # the host's compiled binary: no toolchain layer
+    assert docker_build(gotool).args["TOOLCHAIN"] == ""
     assert docker_build(debian).args == {"TOOL": "debtool", "RUNTIME_PACKAGES": ""}
     assert docker_build(debian).dockerfile == f"_docker/{KIND_DOCKERFILES['apt']}.Dockerfile"
 
