@@ -1,8 +1,8 @@
 # cargo_install: the manifest's `package` crate at `version` from crates.io into the root of its
 # `binary` (/opt/lth/cargo), with `cargo install --locked` (the crate's own Cargo.lock: without it a
 # newer dependency needs a newer rustc) and a cargo new enough (cargo-toolchain.sh); ~5-15 min on 2 cores.
-# Fast path, for host and image alike: prebuilt/<id> (git-ignored; the one part of prebuilt/ that
-# tools/.dockerignore lets into the build context) is used when it reports the manifest's version.
+# Fast path, for host and image alike: prebuilt/<id> (git-ignored; in the image's build context, which
+# tools/.dockerignore does not exclude) is used when it reports the manifest's version.
 # install.sh copies the host's binary there, so the image (same Debian release and glibc) runs the
 # host's binary instead of compiling it again.
 cargo_install() {

@@ -5,7 +5,7 @@
 # `version_var`, when set, is the Go variable `-X` sets to v<version> so the tool reports it.
 # Idempotent: builds nothing when <binary>.version says v<version>.
 # Fast path, for host and image alike, as cargo.sh's: prebuilt/<id> and prebuilt/<id>.version (git-ignored;
-# let into the image's build context by tools/.dockerignore). The host's install leaves its binary there, so
+# in the image's build context: tools/.dockerignore leaves it in). The host's install leaves its binary there, so
 # the image copies it instead of fetching the toolchain and compiling again (k6: ~4 min on 2 cores).
 go_install() {
   local prebuilt="$TOOL_DIR/prebuilt/$TOOL" bin version
