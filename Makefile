@@ -110,12 +110,12 @@ rederive:
 	$(PY) -m harness rederive $(RESULTS)
 
 # The whole suite, as CI runs it (.ci/run): root, Docker, every tool, Chromium and the VM kernel installed
-# first, then its tiers (scripts/run-tests.py): unit (in parallel), the as-typed and end-to-end tests (one
+# first, the Docker images built beside the installs (BUILD_IMAGES=1: their first Docker run finds them), then its tiers (scripts/run-tests.py): unit (in parallel), the as-typed and end-to-end tests (one
 # at a time), the netem VM tier; it fails if any does, and ends with each tier's wall time against the
 # budget (tests/README.md). What an earlier run killed with -9 left on this machine (a session's stop, a
 # shared CI host) is swept first and listed: the suite's own leak checks are about what the suite leaves.
 test:
-	NEED_BROWSER=1 NEED_SSHD=1 scripts/deps.sh $(TEST_TOOLS)
+	BUILD_IMAGES=1 NEED_BROWSER=1 NEED_SSHD=1 scripts/deps.sh $(TEST_TOOLS)
 	scripts/install-vm.sh
 	$(PY) scripts/run-tests.py --installed-since $(shell date +%s)   # make expands it before the first line runs
 

@@ -17,7 +17,7 @@ from harness.runtimes import GENERATORS_NEED_A_TARGET_HOST, RUNTIMES
 from harness.shaping import SHAPERS
 
 
-LOCKING_COMMANDS = ("run", "capacity", "clean-state")     # the ones that take the machine's lock (harness/lock.py)
+LOCKING_COMMANDS = ("run", "capacity", "clean-state", "build-images")     # the ones that take the machine's lock (harness/lock.py)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -98,6 +98,9 @@ def build_parser() -> argparse.ArgumentParser:
     folders = commands.add_parser("install-folders", help="the tools/<folder>/ whose install.sh the ids need (scripts/deps.sh)")
     folders.add_argument("tools", help="comma-separated tool ids, or 'all'")
     commands.add_parser("target-packages", help="the Debian packages the targets in targets/ need (scripts/deps.sh)")
+    images = commands.add_parser("build-images", help="build the Docker images of the tools and of the file server "
+                                                      "whose files changed (what `run --runtime docker` does first)")
+    images.add_argument("tools", help="comma-separated tool ids, or 'all'")
     clean = commands.add_parser("clean-state", help="remove namespaces, containers, networks and proxies a killed run left")
     clean.add_argument("--target-host", metavar="ssh://[USER@]HOST[:PORT]|CONTEXT",
                        help="also remove the Nginx, its container and /tmp/lth-target-* folders a killed run left on that host")
@@ -325,6 +328,20 @@ def _target_packages(_: argparse.Namespace) -> int:
     return 0
 
 
+def _build_images(args: argparse.Namespace) -> int:
+    """The Docker runtime's preparation alone, under the machine's lock (a run's own preparation would race
+    it): `make test` has it overlap deps.sh's compiles, so that the suite finds its images built."""
+    from harness.runtimes.docker import DockerRuntime
+    runtime, adapters = DockerRuntime(), registry.select(args.tools)
+    if problems := runtime.problems(adapters):
+        raise HarnessError(problems[0])
+    with acquire(what="a benchmark is running on this machine and builds the images it needs itself"):
+        broken = runtime.prepare(adapters)
+    for tool, problem in broken.items():
+        print(f"not built: {tool}: {problem}")
+    return 1 if broken else 0
+
+
 def _install_folders(args: argparse.Namespace) -> int:
     print("\n".join(str(folder) for folder in registry.install_folders(args.tools)))
     return 0
@@ -337,7 +354,7 @@ def main(argv: list[str] | None = None) -> int:
             wait_s()       # a bad LTH_LOCK_WAIT_S is said before any work, not after the images are built
         return {"run": _run, "capacity": _capacity, "list-tools": _list_tools, "clean-state": _clean_state,
                 "install-folders": _install_folders, "target-packages": _target_packages,
-                "rederive": _rederive}[args.command](args)
+                "build-images": _build_images, "rederive": _rederive}[args.command](args)
     except HarnessError as exc:
         sys.stderr.write(f"error: {exc}\n")
         return exc.exit_status

@@ -77,7 +77,7 @@ def main() -> int:
     total = sum(minutes.values())
     print(f"  {'suite':9} {total:5.1f} min  (budget {SUITE_BUDGET_MIN}, tools installed)")
     if installs_min is not None:
-        print(f"  {'installs':9} {installs_min:5.1f} min; with them {installs_min + total:.1f} min "
+        print(f"  {'installs':9} {installs_min:5.1f} min (and the Docker images); with them {installs_min + total:.1f} min "
               f"(budget {FRESH_BUDGET_MIN} on a fresh machine)")
     if failed:
         print(f"failed: {', '.join(failed)}")

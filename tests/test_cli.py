@@ -30,10 +30,20 @@ def test_bad_input_gets_one_clear_line(case, tmp_path):
     assert not any(tmp_path.iterdir()), "bad input must not create a results folder"
 
 
+def test_build_images_of_an_unknown_tool_is_one_clear_line():
+    result = harness("build-images", "wrk,nosuchtool", timeout=60)
+    assert result.returncode == 2
+    (line,) = result.stderr.strip().splitlines()
+    assert "unknown tool nosuchtool; available:" in line
+
+
 @pytest.mark.e2e
-def test_docker_daemon_down_is_one_clear_line(tmp_path):
-    result = subprocess.run([sys.executable, "-m", "harness", "run", "--runtime", "docker", "--tools", "wrk",
-                             "--scenarios", "scenarios/quick.yaml:vu20-rtt0.1", "--results-root", str(tmp_path)],
+@pytest.mark.parametrize("command", [
+    ["run", "--runtime", "docker", "--tools", "wrk", "--scenarios", "scenarios/quick.yaml:vu20-rtt0.1"],
+    ["build-images", "wrk"]], ids=["run", "build-images"])
+def test_docker_daemon_down_is_one_clear_line(command, tmp_path):
+    result = subprocess.run([sys.executable, "-m", "harness", *command] +
+                            (["--results-root", str(tmp_path)] if command[0] == "run" else []),
                             cwd=REPO, capture_output=True, text=True, timeout=120,
                             env={**os.environ, "DOCKER_HOST": "unix:///nonexistent/docker.sock"})
     assert result.returncode == 2
