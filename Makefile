@@ -61,7 +61,7 @@ bench-quick: SCENARIOS = scenarios/quick.yaml
 bench-quick: deps
 	$(PY) -m harness run $(RUN_ARGS); $(REPORT_AFTER)
 
-# Each tool's highest sustained arrival rate against Nginx, by search (harness/capacity_run.py; README:
+# Each tool's highest sustained arrival rate against Nginx, by search (harness/capacity/run.py; README:
 # Capacity): every step an ordinary row, the results in capacity.json. RUNTIME=docker to run it in Docker.
 STEP_DURATION ?=
 SLO_P99_MS ?=
@@ -161,4 +161,4 @@ clean-state:
 # The README's tool table, from tools/<id>/tool.toml (tests/tools/test_manifests.py checks it).
 .PHONY: readme-tools
 readme-tools:
-	$(PY) -m harness.readme_tools
+	$(PY) -m harness.tools.readme_tools

@@ -21,7 +21,7 @@ from typing import get_args, get_type_hints
 import numpy as np
 import pandas as pd
 
-from harness.adapter import LATENCY_FIELDS
+from harness.store.figures import LATENCY_FIELDS
 from harness.store.results import RunRow
 
 
@@ -32,7 +32,7 @@ def _numeric(hint: object) -> bool:
 
 NUMERIC = [f.name for f in fields(RunRow) if _numeric(get_type_hints(RunRow)[f.name])]
 LATENCY = list(LATENCY_FIELDS)
-# Folders written before the lat_below_resolution column named them in a note (harness.adapter.BELOW_RESOLUTION).
+# Folders written before the lat_below_resolution column named them in a note (harness.store.figures.BELOW_RESOLUTION).
 EMPTIED = re.compile(r"timing resolution, left empty: ([a-z0-9_, ]+)")
 ENVIRONMENT_KEYS = ["hostname", "kernel", "cpu_model", "cores", "memory_gib", "harness_commit", "docker_version",
                     "shaper"]

@@ -243,7 +243,7 @@ def declared_feature(feature: str) -> Callable[[str], bool | str | None]:
 
 @functools.cache
 def _adapters() -> dict:
-    from harness.registry import discover     # reads each adapter's class attributes; starts nothing
+    from harness.tools.registry import discover     # reads each adapter's class attributes; starts nothing
     return discover()
 
 

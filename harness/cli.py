@@ -6,18 +6,22 @@ import math
 import sys
 from pathlib import Path
 
-from harness import REPO_ROOT, capabilities, registry, scenarios, targets
-from harness.cleanup import clean_state
+from harness import REPO_ROOT, scenarios, targets
+
+from harness.tools import capabilities
+
 from harness.cpus import NO_SPLIT, CpuSplit, choose_split
 from harness.errors import HarnessError
-from harness.lock import TESTHOST, acquire, wait_s
-from harness.store.results import ResultsFolder
-from harness.runner import Plan, run_suite
+from harness.network.shaping import SHAPERS
 from harness.runtimes import GENERATORS_NEED_A_TARGET_HOST, RUNTIMES
-from harness.shaping import SHAPERS
+from harness.store.results import ResultsFolder
+from harness.suite.cleanup import clean_state
+from harness.suite.lock import TESTHOST, acquire, wait_s
+from harness.suite.runner import Plan, run_suite
+from harness.tools import registry
 
 
-LOCKING_COMMANDS = ("run", "capacity", "clean-state", "build-images")     # the ones that take the machine's lock (harness/lock.py)
+LOCKING_COMMANDS = ("run", "capacity", "clean-state", "build-images")     # the ones that take the machine's lock (harness/suite/lock.py)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -168,7 +172,7 @@ def _capacity_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def _capacity(args: argparse.Namespace) -> int:
-    from harness.capacity_run import Settings, check_tools, run_capacity, summary_line
+    from harness.capacity.run import Settings, check_tools, run_capacity, summary_line
     tools = registry.select(args.tools)
     check_tools(tools)
     settings = Settings(step_s=args.step_duration, vus=args.vus, slo_p99_ms=args.slo_p99_ms,
@@ -184,7 +188,7 @@ def _capacity(args: argparse.Namespace) -> int:
 
 
 def _rederive(args: argparse.Namespace) -> int:
-    from harness.rederive import rederive
+    from harness.suite.rederive import rederive
     rows = rederive(args.folder, registry.discover())
     ok = sum(r.status == "ok" for r in rows)
     print(f"re-derived {len(rows)} runs ({ok} ok) in {args.folder}: runs.csv rewritten "
@@ -276,7 +280,7 @@ def _clean_everywhere(args: argparse.Namespace) -> list[str]:
         removed += clean_remote(args.target_host)
     if args.generator_host:
         from harness.runtimes.generator import clean_generator
-        from harness.ssh import parse_ssh_url
+        from harness.runtimes.ssh import parse_ssh_url
         for url in _generator_hosts(args.generator_host):
             removed += clean_generator(parse_ssh_url(url, "--generator-host"))
     removed += clean_state()

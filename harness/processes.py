@@ -2,7 +2,7 @@
 (ask, wait, then SIGKILL, so a child that ignores the request never hangs the harness), and
 cleanup blocks that a second Ctrl-C cannot cut short.
 
-What the harness leaves behind when it is killed is swept by harness/cleanup.py (clean-state)."""
+What the harness leaves behind when it is killed is swept by harness/suite/cleanup.py (clean-state)."""
 from __future__ import annotations
 
 import os

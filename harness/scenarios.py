@@ -58,7 +58,7 @@ class Scenario(BaseModel):
     # strict: "50" (a string) is not taken as a number; allow_inf_nan: .nan and .inf are refused as such.
     rtt_ms: float = Field(gt=0, le=10_000, strict=True, allow_inf_nan=False)
     duration_s: int = Field(gt=0, le=MAX_DURATION_S, strict=True)
-    # Open model and the stall test (issue 13): see harness/openmodel.py, harness/stall.py and harness/row/rate.py.
+    # Open model and the stall test (issue 13): see harness/tools/openmodel.py, harness/suite/stall.py and harness/row/rate.py.
     rate_rps: int | None = Field(default=None, gt=0, le=MAX_RATE_RPS, strict=True)
     closed_model_tools: Literal["unsupported", "run"] = "unsupported"
     stall_ms: int | None = Field(default=None, gt=0, le=MAX_STALL_MS, strict=True)

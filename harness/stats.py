@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from harness.adapter import Metrics
+from harness.store.figures import Metrics
 
 PERCENTILES = (50, 75, 90, 95, 99)
 DEFINITION = "nearest-rank percentiles over every request in the tool's per-request log"

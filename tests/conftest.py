@@ -266,7 +266,7 @@ def cases(tool: str, prefix: str = "") -> list[str]:
 def captured_run(folder: Path, out_dir: Path | None = None, launched_at: float = 0.0) -> tuple["ToolOutput", dict]:
     """A fixture folder captured from a real run (stdout.txt, stderr.txt, meta.json) as the parser
     receives it, with that run's meta.json; ``out_dir`` moves the run's other files elsewhere."""
-    from harness.adapter import RunSpec, ToolOutput
+    from harness.tools.output import RunSpec, ToolOutput
     meta = json.loads((folder / "meta.json").read_text())
     spec = RunSpec(url=URL, vus=meta["row"]["vus"], duration_s=meta["row"]["duration_s"], out_dir=out_dir or folder,
                    cpus=2)
@@ -276,14 +276,14 @@ def captured_run(folder: Path, out_dir: Path | None = None, launched_at: float =
 
 def with_stdout(output: "ToolOutput", stdout: str) -> "ToolOutput":
     """The same run with its stdout replaced (a cut or edited copy of the real one)."""
-    from harness.adapter import ToolOutput
+    from harness.tools.output import ToolOutput
     return ToolOutput(output.spec, stdout, output.stderr, 0, output.launched_at)
 
 
 def command_spec(out_dir: Path, vus: int = 20, duration_s: int = 5, url: str = URL,
                  keepalive: bool = True) -> "RunSpec":
     """The spec the command tests build commands for."""
-    from harness.adapter import RunSpec
+    from harness.tools.output import RunSpec
     return RunSpec(url=url, vus=vus, duration_s=duration_s, out_dir=out_dir, cpus=2, keepalive=keepalive)
 
 

@@ -19,10 +19,12 @@ from typing import IO, Iterator
 import psutil
 
 from harness import TARGET_DIR
-from harness.adapter import Metrics, ParseError, RunSpec, ToolAdapter, ToolOutput
 from harness.runtimes.base import Runtime, Session
 from harness.sampling import PidSource
-from harness.target import STATUS_PATH, TARGET_FILE, Target
+from harness.store.figures import Metrics
+from harness.targets.file_server import STATUS_PATH, TARGET_FILE, Target
+from harness.tools.adapter import ToolAdapter
+from harness.tools.output import ParseError, RunSpec, ToolOutput
 
 from fake_tool import MODES, WRAPPED_NAME
 

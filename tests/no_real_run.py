@@ -10,8 +10,8 @@ from collections.abc import Callable
 
 # Where a suite starts, in the order `runner.opened` reaches them (and the lab's hosts, made before its
 # suite): bad input is refused before the first.
-GUARDED = (("harness.lab", "lab"), ("harness.runner", "make_runtime"), ("harness.preflight", "check"),
-           ("harness.runner", "acquire"), ("harness.store.results", "ResultsFolder.create"))
+GUARDED = (("harness.lab", "lab"), ("harness.suite.runner", "make_runtime"), ("harness.suite.preflight", "check"),
+           ("harness.suite.runner", "acquire"), ("harness.store.results", "ResultsFolder.create"))
 
 
 class ReachedARealRun(BaseException):

@@ -6,10 +6,10 @@ import time
 import psutil
 import pytest
 
-from harness.adapter import BELOW_RESOLUTION, Metrics, below_resolution
 from harness import TOOLS_DIR
-from harness.registry import discover
 from harness.sampling import only_named
+from harness.store.figures import BELOW_RESOLUTION, Metrics, below_resolution
+from harness.tools.registry import discover
 
 ADAPTERS = discover()
 

@@ -15,10 +15,11 @@ from pathlib import Path
 import pytest
 
 from conftest import make_as_typed, rederived_differences, selected_tools
-from harness import REPO_ROOT, registry, scenarios
+from harness import REPO_ROOT, scenarios
+from harness.network.shaping import netem_available
 from harness.row import rtt_ok
 from harness.row.usage import MIN_GROWTH_FRAMES, check_span
-from harness.shaping import netem_available
+from harness.tools import registry
 
 pytestmark = pytest.mark.e2e
 QUICK = REPO_ROOT / "scenarios" / "quick.yaml"
@@ -214,7 +215,7 @@ def test_wrk_through_the_shaper_sees_the_rtt_and_its_ceiling(bench_quick, runtim
 
 @pytest.mark.parametrize("runtime", ["docker", "host"])
 def test_the_first_shaped_run_calibrates_from_the_profile_the_next_from_where_it_ended(bench_quick, runtime):
-    """harness.shaping._calibrate_path: a suite calibrates each shaped path once, from the profile; the next
+    """harness.network.shaping._calibrate_path: a suite calibrates each shaped path once, from the profile; the next
     runs on it start where the previous one ended (one probe where the profile's own value takes four)."""
     if selected_tools() is not None and len(selected_tools()) < 2:
         pytest.skip("one tool selected: one shaped run, nothing calibrated before it")

@@ -7,9 +7,9 @@ import sys
 import pytest
 
 from conftest import FIXTURES
-from harness.row.bottleneck import affinity_note, req_per_cpu_s, saturated, side
 from harness.cpus import CpuSplit, choose_split, format_cpus, parse_cpus
 from harness.errors import HarnessError
+from harness.row.bottleneck import affinity_note, req_per_cpu_s, saturated, side
 from harness.row.usage import summarise
 from harness.sampling import TopSampler
 from harness.store.samples import Sample, read_csv

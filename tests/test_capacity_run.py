@@ -1,4 +1,4 @@
-"""The capacity command (harness/capacity_run.py) end to end on the in-process fake runtime of
+"""The capacity command (harness/capacity/run.py) end to end on the in-process fake runtime of
 tests/fake_runtime.py: a paced fake tool whose achieved rate is min(rate, PACED_CAP_RPS) and whose p99 is
 fixed, so the search's steps are known; a closed-model fake named wrk as the reference. Every step is an
 ordinary row, capacity.json holds the result, and --resume on the folder runs nothing again. Bad input
@@ -13,14 +13,14 @@ import pytest
 from conftest import harness
 from fake_runtime import FakeRuntime, FakeTool
 from fake_tool import PACED_CAP_RPS, PACED_LATENCY_MS
-from harness import runner
-from harness.capacity_run import (CAPACITY_JSON, CLOSED_NOTE, SLO_FLOOR_MS, Settings, check_resume, p99_of,
+from harness.suite import runner
+from harness.capacity.run import (CAPACITY_JSON, CLOSED_NOTE, SLO_FLOOR_MS, Settings, check_resume, p99_of,
                                   run_capacity, step_of, summary_line)
-from harness.capture import Capture
 from harness.cpus import NO_SPLIT
 from harness.errors import HarnessError
-from harness.plan import Plan
+from harness.network.capture import Capture
 from harness.store.results import ResultsFolder, RunRow
+from harness.suite.plan import Plan
 
 # From 25 rps doubling: 25 and 50 pass, 100 misses its rate (90 achieved), so the next probe is the
 # achieved 90, which passes; 100 is within 30% of 90: done.
@@ -172,7 +172,8 @@ def test_bad_input_gets_one_clear_line(case, tmp_path):
 def test_the_cpu_split_and_grace_reach_the_capacity_plan(monkeypatch):
     """`capacity` takes `run`'s --cpus-target/--cpus-tool/--no-isolation and --grace: the knee depends on
     the CPUs Nginx and the tool have, and a step's hung tool is killed like any run's."""
-    from harness import capacity_run, cli
+    from harness import cli
+    from harness.capacity.search import run as capacity_run
     planned = []
     folder = SimpleNamespace(path="nowhere")
     monkeypatch.setattr(capacity_run, "run_capacity", lambda plan, settings: planned.append(plan) or (folder, []))

@@ -1,10 +1,10 @@
-"""The capacity search (harness/capacity.py) on fake pairs whose capacity is known: the verdict's rule,
+"""The capacity search (harness/capacity/search.py) on fake pairs whose capacity is known: the verdict's rule,
 convergence, every way a search ends, and its step count."""
 from dataclasses import replace
 
 import pytest
 
-from harness.capacity import Criteria, Step, judge, search
+from harness.capacity.search import Criteria, Step, judge, search
 
 SLO_MS = 10.0
 CRITERIA = Criteria(slo_p99_ms=SLO_MS)

@@ -17,12 +17,12 @@ import numpy as np
 import pytest
 
 from conftest import FIXTURES, REPO, harness, leftovers, require_root_tools
-from harness.capture import MAX_PACKETS, Capture
-from harness.store.results import RunRow
+from harness.network.capture import MAX_PACKETS, Capture
+from harness.network.wire import MAGIC_NS, _summarise_fixed, _summarise_packets, summarise
 from harness.row import wire
 from harness.runtimes.docker import docker_available
-from harness.target import Target
-from harness.wire import MAGIC_NS, _summarise_fixed, _summarise_packets, summarise
+from harness.store.results import RunRow
+from harness.targets.file_server import Target
 
 # `python -m harness run --runtime host --tools ab --scenarios vu2-rtt10 (2 VUs, 10 ms, 2 s) --keep-pcap`:
 # ab -c2 through Toxiproxy (port 8080); meta.json, capture.log and stdout.txt are that run's.
@@ -65,7 +65,7 @@ SYN, ACK, PSH, FIN, RST = 0x02, 0x10, 0x08, 0x01, 0x04
 
 
 def pcap(packets: list[tuple[int, int, bool, int, int]]) -> bytes:
-    """A pcap as harness/capture.py's tcpdump writes it (ns stamps, Ethernet, 64-byte snap length),
+    """A pcap as harness/network/capture.py's tcpdump writes it (ns stamps, Ethernet, 64-byte snap length),
     client 10.0.0.1 and server 10.0.0.2:8080; packets: (µs, client port, to server, flags, payload)."""
     out = [struct.pack("<IHHiIII", MAGIC_NS, 2, 4, 0, 0, 64, 1)]
     for us, port, to_server, flags, payload in sorted(packets):

@@ -85,7 +85,7 @@ def test_list_tools_shows_each_adapter():
 
 @pytest.mark.e2e
 def test_a_held_lock_is_one_line_naming_its_holder_and_no_report(tmp_path):
-    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from harness.lock import acquire; "
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from harness.suite.lock import acquire; "
                                "lock = acquire(); print('held', flush=True); time.sleep(120)"],
                               cwd=REPO, stdout=subprocess.PIPE, text=True)
     try:
@@ -106,7 +106,7 @@ def test_a_held_lock_is_one_line_naming_its_holder_and_no_report(tmp_path):
 
 def test_folders_are_made_absolute_where_they_enter(tmp_path, monkeypatch):
     from harness.cli import build_parser
-    from harness.runner import Plan
+    from harness.suite.runner import Plan
     monkeypatch.chdir(tmp_path)
     args = build_parser().parse_args(["run", "--results-root", "results", "--resume", "results/x"])
     assert args.results_root == tmp_path / "results" and args.resume == tmp_path / "results" / "x"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, require_root_tools
-from harness.registry import discover
+from harness.tools.registry import discover
 
 DEPS = REPO / "scripts" / "deps.sh"
 

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, LabRun, harness, require_root_tools, rows, selected_tools
+from harness.lab import lab, missing
 from harness.row.bottleneck import MEMORY_CHECK_TOLERANCE
 from harness.row.usage import check_span
 from harness.runtimes.docker import docker_available
-from harness.ssh import SSH_CONFIG_ENV, parse_ssh_url
-from harness.lab import lab, missing
+from harness.runtimes.ssh import SSH_CONFIG_ENV, parse_ssh_url
 
 SCENARIO = "scenarios/shootout.yaml:vu20-rtt0.1"
 pytestmark = [pytest.mark.e2e, pytest.mark.tools("wrk", "oha")]   # and bombardier for the stall test

@@ -6,7 +6,7 @@ import csv
 import pytest
 
 from conftest import harness, require_root_tools
-from harness.shaping import netem_available
+from harness.network.shaping import netem_available
 
 pytestmark = pytest.mark.e2e
 @pytest.mark.tools("wrk")

@@ -1,4 +1,4 @@
-"""harness/execution.py: a stop that fails on the way out of Ctrl-C must not swallow the Ctrl-C
+"""harness/suite/execution.py: a stop that fails on the way out of Ctrl-C must not swallow the Ctrl-C
 (CI saw `harness run` end with exit 1 instead of 130 when an ssh stop script went unanswered)."""
 import subprocess
 import sys
@@ -6,7 +6,7 @@ import sys
 import pytest
 
 from harness.errors import HarnessError
-from harness.execution import _stop_keeping_the_cause
+from harness.suite.execution import _stop_keeping_the_cause
 
 
 class UnansweredStop:

@@ -1,4 +1,4 @@
-"""Schedule fidelity (harness/fidelity.py) on synthetic send times, and the send times it reads from a
+"""Schedule fidelity (harness/network/fidelity.py) on synthetic send times, and the send times it reads from a
 pcap (wire.request_send_times) on the real capture of tests/fixtures/wire and on a crafted one; the
 row's fidelity columns from a rate run's stored capture summary; each adapter's declared schedule."""
 import json
@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from conftest import FIXTURES
-from harness import registry
-from harness.fidelity import EXPECTED_GAP_CV, schedule_fidelity
+from harness.network.fidelity import EXPECTED_GAP_CV, schedule_fidelity
+from harness.network.wire import request_send_times, summarise
 from harness.row import wire
-from harness.wire import request_send_times, summarise
+from harness.tools import registry
 from test_capture import ACK, HANDSHAKES, PSH, ab_row, captured, pcap
 
 AB_PCAP = FIXTURES / "wire" / "ab-vu2-rtt10" / "capture.pcap"

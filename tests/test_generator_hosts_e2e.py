@@ -16,8 +16,8 @@ import psutil
 import pytest
 
 from conftest import REPO, LabRun, assert_rederives, require_root_tools, rows
-from harness.ssh import SSH_CONFIG_ENV
 from harness.lab import lab, missing
+from harness.runtimes.ssh import SSH_CONFIG_ENV
 
 SCENARIO = "scenarios/shootout.yaml:vu20-rtt0.1"
 TOOLS = ("wrk", "ab", "k6", "jmeter", "oha")
@@ -260,8 +260,8 @@ def test_a_hung_tool_on_a_generator_host_is_killed_there(tmp_path, hosts):
 
 
 def test_clean_state_stops_what_a_killed_harness_left_on_a_generator_host(hosts):
-    from harness.registry import discover
     from harness.runtimes.generator import GeneratorHost, clean_generator
+    from harness.tools.registry import discover
     a = hosts[0]
     generator = GeneratorHost(a.ssh())
     generator.start([discover()["wrk"]])                  # as a harness killed with -9 leaves it:

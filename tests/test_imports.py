@@ -46,29 +46,34 @@ def test_a_planted_circle_is_found():
         TopologicalSorter(graph).prepare()
 
 
-# --- layers: the run writes the stored run, the derivation reads it (issue 36) -------------------------------
-STORE, DERIVATION = "harness.store", "harness.row"
-# Definitions both sides use: a tool's adapter, scenarios and the targets they name, CPU lists, files, errors.
-SHARED = {"harness", "harness.adapter", "harness.cpus", "harness.errors", "harness.failure", "harness.files",
-          "harness.scenarios", "harness.stats", "harness.targets", "harness.target"}
+# --- layers (issue 36): each package may import only the ones below it ---------------------------------------
+# The run writes the stored run and the derivation reads it: harness/row/ imports nothing of the run side
+# (sampling, runtimes, network, suite), and the run side nothing of harness/row/.
+SHARED = {"harness", "harness.cpus", "harness.environment", "harness.errors", "harness.failure", "harness.files",
+          "harness.processes", "harness.rtt_probe", "harness.scenarios", "harness.stats"}
 # They run a suite or re-derive one (a run, then its row), or drive such commands (lab hosts, the overhead check).
-ORCHESTRATORS = {"harness.runner", "harness.rederive", "harness.capacity_run", "harness.cli", "harness.__main__",
-                 "harness.lab", "harness.overhead_check"}
+ORCHESTRATORS = {"harness.suite.runner", "harness.suite.rederive", "harness.capacity.run", "harness.cli",
+                 "harness.__main__", "harness.lab", "harness.suite.overhead_check"}
+PACKAGE_LAYERS = {"harness.store": "store", "harness.targets": "shared", "harness.tools": "tools",
+                  "harness.row": "derivation", "harness.sampling": "sampling", "harness.runtimes": "runtimes",
+                  "harness.network": "network", "harness.suite": "suite", "harness.capacity": "capacity"}
 
 
 def layer(module: str) -> str:
-    if module == STORE or module.startswith(STORE + "."):
-        return "store"
-    if module == DERIVATION or module.startswith(DERIVATION + "."):
-        return "derivation"
+    if module in ORCHESTRATORS:
+        return "orchestration"
     if module in SHARED or not module.startswith("harness"):
         return "shared"
-    return "orchestration" if module in ORCHESTRATORS else "run"
+    package = next(p for p in PACKAGE_LAYERS if module == p or module.startswith(p + "."))
+    return PACKAGE_LAYERS[package]
 
 
-ALLOWED = {"store": {"store", "shared"}, "derivation": {"derivation", "store", "shared"},
-           "run": {"run", "store", "shared"}, "shared": {"shared", "store"},
-           "orchestration": {"orchestration", "run", "derivation", "store", "shared"}}
+BELOW = {"shared": {"store"}, "store": set(), "tools": {"store"}, "derivation": {"tools", "store"},
+         "sampling": {"store"}, "capacity": {"store"}, "runtimes": {"tools", "sampling", "store"},
+         "network": {"runtimes", "tools", "sampling", "store"},
+         "suite": {"network", "runtimes", "tools", "sampling", "store"}}
+ALLOWED = {name: {name, "shared", *below} for name, below in BELOW.items()} | {"orchestration": {
+    "orchestration", *BELOW, "shared"}}
 
 
 def wrong_arrows(graph: dict[str, set[str]]) -> list[str]:
@@ -77,12 +82,12 @@ def wrong_arrows(graph: dict[str, set[str]]) -> list[str]:
                   if module.startswith("harness") and layer(imported) not in ALLOWED[layer(module)])
 
 
-def test_the_run_and_the_derivation_meet_only_in_the_stored_run():
+def test_each_package_imports_only_the_ones_below_it():
     assert wrong_arrows(import_graph()) == []
 
 
 @pytest.mark.parametrize(("module", "imported"), [("harness.row.bottleneck", "harness.sampling"),
-                                                   ("harness.execution", "harness.row"),
+                                                   ("harness.suite.execution", "harness.row"),
                                                    ("harness.store.record", "harness.row.usage")])
 def test_a_planted_wrong_import_is_named(module, imported):
     graph = import_graph()

@@ -6,11 +6,12 @@ import numpy as np
 import pytest
 
 from conftest import FIXTURES
-from harness.adapter import Figures, LatencyHistogram, RunSpec, ToolOutput
-from harness.execution import split_evenly
 from harness.row.merge import merged_figures
-from harness.registry import discover
 from harness.runtimes.generator import ProcessTable
+from harness.store.figures import Figures
+from harness.suite.execution import split_evenly
+from harness.tools.output import LatencyHistogram, RunSpec, ToolOutput
+from harness.tools.registry import discover
 
 PARTS = [FIXTURES / "multigen" / f"wrk-generator-{i}.stdout" for i in (1, 2)]
 

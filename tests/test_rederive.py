@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.store.results import _cell
 from harness.row.usage import growth, resident
+from harness.store.results import _cell
 from harness.store.samples import read_csv
 
 REPO = Path(__file__).resolve().parents[1]
@@ -157,7 +157,7 @@ def test_not_a_results_folder_is_one_line(tmp_path):
 
 
 def test_the_probe_under_the_load_is_read_again_and_its_gets_are_not_the_tools(tmp_path):
-    """A Toxiproxy run's record with the RTT probed during the load (harness/shaping.loaded_probe):
+    """A Toxiproxy run's record with the RTT probed during the load (harness/network/shaping.py loaded_probe):
     its GETs leave Nginx's count, its figures fill the shaper columns."""
     folder = copy(tmp_path)
     record_file = folder / "vu100-rtt50" / "wrk" / "record.json"
@@ -219,7 +219,7 @@ def test_a_run_folder_leading_outside_the_results_folder_is_refused_and_nothing_
 
 
 def test_a_folder_a_suite_is_writing_is_refused_naming_the_suite(tmp_path, monkeypatch):
-    from harness.lock import acquire, folder_lock, record_folder
+    from harness.suite.lock import acquire, folder_lock, record_folder
     monkeypatch.setenv("LTH_LOCK_DIR", str(tmp_path / "lock"))      # never the machine's lock
     folder = copy(tmp_path)
     before = snapshot(folder)

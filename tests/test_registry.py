@@ -7,10 +7,12 @@ import pytest
 
 from harness import TOOLS_DIR
 from harness.errors import HarnessError
-from harness.registry import discover, select
+from harness.tools.registry import discover, select
 
 ADAPTER = '''
-from harness.adapter import Metrics, RunSpec, ToolAdapter, ToolOutput
+from harness.store.figures import Metrics
+from harness.tools.adapter import ToolAdapter
+from harness.tools.output import RunSpec, ToolOutput
 
 
 class Extra(ToolAdapter):

@@ -156,7 +156,7 @@ def test_a_headless_browser_renders_the_report_with_every_image(tmp_path, report
 def test_a_latency_below_the_tools_resolution_is_shown_as_such_and_never_charted(tmp_path):
     """ab's rows of the sample turned into a whole-ms tool's: p50 emptied by the runner (with its
     note), p99 exactly one tick (1 ms)."""
-    from harness.adapter import BELOW_RESOLUTION
+    from harness.store.figures import BELOW_RESOLUTION
     folder = tmp_path / HOST.name
     shutil.copytree(HOST, folder)
     with (folder / "runs.csv").open(newline="") as handle:
@@ -477,7 +477,7 @@ def test_an_error_a_tool_text_or_an_environment_value_holding_markup_is_shown_es
 
 
 def test_a_folder_a_suite_is_writing_gets_no_report_and_one_line_naming_the_suite(tmp_path, monkeypatch, capsys):
-    from harness.lock import acquire, folder_lock, record_folder
+    from harness.suite.lock import acquire, folder_lock, record_folder
     monkeypatch.setenv("LTH_LOCK_DIR", str(tmp_path / "lock"))      # never the machine's lock
     folder = tmp_path / HOST.name
     shutil.copytree(HOST, folder)

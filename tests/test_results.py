@@ -8,10 +8,10 @@ import pytest
 
 from analysis.load import LATENCY, NUMERIC, load_results
 from conftest import FIXTURES, REPO
-from harness.adapter import Figures, Metrics
 from harness.errors import HarnessError
-from harness.store.results import COLUMNS, ResultsFolder, RunRow, columns_markdown
 from harness.row import COPIED_METRICS
+from harness.store.figures import Figures, Metrics
+from harness.store.results import COLUMNS, ResultsFolder, RunRow, columns_markdown
 
 # runs.csv of a real run made before the columns were derived from Metrics (issue 12): the header
 # a results folder gets must stay this, byte for byte.

@@ -1,4 +1,4 @@
-"""The runner's status rules, without root: one suite through harness.runner.run_suite on the in-process
+"""The runner's status rules, without root: one suite through harness.suite.runner.run_suite on the in-process
 runtime of tests/fake_runtime.py (a local HTTP target, Python child processes as tools).
 
 A run is ok only when the tool exited 0 in time and its output parsed with at least one request; a non-zero exit is failed with the
@@ -16,12 +16,12 @@ import pytest
 
 from fake_runtime import TOOL, FakeRuntime, FakeTool
 from fake_tool import BALLAST_MB, POST_S, STARTUP_S
-from harness import runner
 from harness.cpus import NO_SPLIT
 from harness.errors import HarnessError
-from harness.execution import OVERTIME_CHECK_S
-from harness.runner import Plan, run_suite
 from harness.scenarios import Scenario
+from harness.suite import runner
+from harness.suite.execution import OVERTIME_CHECK_S
+from harness.suite.runner import Plan, run_suite
 
 CLOSED = Scenario(id="vu2-rtt0.1", vus=2, rtt_ms=0.1, duration_s=1)
 RATE = Scenario(id="rate50", vus=2, rtt_ms=0.1, duration_s=1, rate_rps=50)
@@ -225,7 +225,7 @@ def test_a_target_outside_the_harnesss_networks_gets_no_probe_either(tmp_path, m
 
     from fake_runtime import FakeSession
     from harness.store.results import ResultsFolder
-    from harness.target import Target
+    from harness.targets.file_server import Target
 
     class ExternalTarget(FakeRuntime):
         @contextmanager

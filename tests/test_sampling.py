@@ -8,9 +8,9 @@ from statistics import fmean
 import psutil
 import pytest
 
-from harness.runtimes.host import process_tree
 from harness.row.bottleneck import memory_note
 from harness.row.usage import Usage, check_span, summarise
+from harness.runtimes.host import process_tree
 from harness.sampling import SAMPLER_NICE, TopSampler, parse_kib, vmrss_mb
 from harness.store.samples import Sample, read_csv
 

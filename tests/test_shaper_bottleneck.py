@@ -10,10 +10,10 @@ from contextlib import contextmanager
 
 import pytest
 
-from harness.store.results import RunRow
+from harness.network.shaping import PROBE_SCRIPT, loaded_probe
 from harness.row.bottleneck import fill_shaper, limited_by, shaper_capped, shaper_note
-from harness.shaping import PROBE_SCRIPT, loaded_probe
-from harness.target import TARGET_DIR, TARGET_FILE, Target
+from harness.store.results import RunRow
+from harness.targets.file_server import TARGET_DIR, TARGET_FILE, Target
 
 
 def vu1000(**changes) -> RunRow:

@@ -8,12 +8,12 @@ import threading
 
 import pytest
 
+from harness import rtt_probe
 from harness.errors import HarnessError
 from harness.row import rtt_ok
-from harness import rtt_probe
-from harness.shaping import (CALIBRATION_MAX_PROBES, PROBE_SCRIPT, Knob, _calibrate, choose_shaper, measure_rtt, measured_rtt, netem_command,
+from harness.network.shaping import (CALIBRATION_MAX_PROBES, PROBE_SCRIPT, Knob, _calibrate, choose_shaper, measure_rtt, measured_rtt, netem_command,
                              netem_limit, probe_rtt)
-from harness.target import Target, target_file_sha256
+from harness.targets.file_server import Target, target_file_sha256
 
 
 def test_netem_command_for_each_profile():
@@ -43,7 +43,7 @@ def test_forcing_netem_without_it_names_the_missing_module():
 def test_auto_without_netem_falls_back_to_toxiproxy(monkeypatch, tmp_path):
     binary = tmp_path / "toxiproxy-server"
     binary.write_text("")
-    monkeypatch.setattr("harness.shaping.TOXIPROXY_BIN", binary)
+    monkeypatch.setattr("harness.network.shaping.TOXIPROXY_BIN", binary)
     choice = choose_shaper("auto", True, netem_ok=False, netem_error="unknown qdisc")
     assert choice.kind == "toxiproxy" and "netem unavailable" in choice.reason
     binary.unlink()
@@ -140,7 +140,7 @@ def test_three_probes_within_the_rows_tolerance_are_enough(tmp_path):
 
 
 def test_a_run_on_a_calibrated_path_starts_where_the_previous_one_ended(tmp_path):
-    """The suite's next run at the same RTT (harness.shaping._calibrate_path): one probe, not four."""
+    """The suite's next run at the same RTT (harness.network.shaping._calibrate_path): one probe, not four."""
     path = _ProbedPath(1.4)
     path.set(50)                                      # as the shaper starts: at the profile
     calls = []
@@ -156,7 +156,7 @@ def test_a_run_on_a_calibrated_path_starts_where_the_previous_one_ended(tmp_path
 
 
 def test_a_shaped_runs_rtt_is_the_calibrations_closest_probe_not_a_second_one(tmp_path):
-    """The closest probe was taken at the delay the run gets (harness.shaping.measured_rtt): it is the row's
+    """The closest probe was taken at the delay the run gets (harness.network.shaping.measured_rtt): it is the row's
     rtt_measured_ms at full precision, and no probe runs after the calibration. Unshaped, one probe runs."""
     shaping, path = _calibrated(tmp_path, overhead_ms=1.63, knob_step=0.1, shaper="netem")
     assert shaping["rtt_measured_ms"] == pytest.approx(8.4 + 1.63, abs=1e-9)

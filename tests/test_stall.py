@@ -5,14 +5,14 @@ import time
 import psutil
 import pytest
 
-from harness.openmodel import rate_for, unsupported_reason
 from harness.row.rate import fill_rate, fill_stall
-from harness.registry import discover
-from harness.store.results import RunRow
-from harness.scenarios import Scenario
 from harness.row.stall import expected, expected_latencies_ms, expected_quantile_ms
+from harness.scenarios import Scenario
+from harness.store.results import RunRow
 from harness.store.stall import StallRecord
-from harness.stall import injected
+from harness.suite.stall import injected
+from harness.tools.openmodel import rate_for, unsupported_reason
+from harness.tools.registry import discover
 
 TOOLS = discover()
 

@@ -7,7 +7,7 @@ import pytest
 
 from harness import TARGET_DIR
 from harness.errors import HarnessError
-from harness.target import TARGET_FILE, Target, ensure_allowed
+from harness.targets.file_server import TARGET_FILE, Target, ensure_allowed
 
 
 class _Quiet(SimpleHTTPRequestHandler):

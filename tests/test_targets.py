@@ -7,11 +7,17 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness import capabilities, preflight, registry, targets
-from harness.adapter import RunSpec
+from harness import targets
+
+from harness.tools import capabilities
+
+from harness.suite import preflight
+
 from harness.errors import HarnessError
 from harness.scenarios import Scenario, load_file
 from harness.targets import Setup
+from harness.tools import registry
+from harness.tools.output import RunSpec
 
 
 def scenario(**fields) -> Scenario:

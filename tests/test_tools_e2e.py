@@ -4,7 +4,7 @@ per tool; tests/test_as_typed.py checks the runs as a whole."""
 import pytest
 
 from conftest import harness, selected_tools
-from harness.registry import discover
+from harness.tools.registry import discover
 
 pytestmark = pytest.mark.e2e
 ADAPTERS = discover()

@@ -8,10 +8,10 @@ import pytest
 
 from conftest import harness
 from harness.errors import HarnessError
-from harness.preflight import check_resume
 from harness.runtimes.remote import host_facts, remote_split
-from harness.ssh import SshHost, parse_ssh_url
-from harness.target import ensure_allowed, stage
+from harness.runtimes.ssh import SshHost, parse_ssh_url
+from harness.suite.preflight import check_resume
+from harness.targets.file_server import ensure_allowed, stage
 
 
 def test_an_ssh_url_names_user_host_port_and_the_address_the_load_goes_to():

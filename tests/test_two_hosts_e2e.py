@@ -14,8 +14,8 @@ import psutil
 import pytest
 
 from conftest import REPO, harness, require_root_tools
-from harness.ssh import SSH_CONFIG_ENV
 from harness.lab import REMOTE_IP, missing, second_host
+from harness.runtimes.ssh import SSH_CONFIG_ENV
 
 SCENARIO = "scenarios/shootout.yaml:vu20-rtt0.1"
 TOOLS = ("wrk", "ab", "k6", "jmeter")

@@ -1,1 +1,1 @@
-"""One package per load tool: tools/<id>/adapter.py, discovered by harness.registry."""
+"""One package per load tool: tools/<id>/adapter.py, discovered by harness.tools.registry."""

@@ -18,9 +18,9 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from harness.cpus import CpuSplit, format_cpus, parse_cpus
+from harness.row.usage import Usage, busy_pct, check_span, summarise
 from harness.store.record import Execution
 from harness.store.results import RunRow
-from harness.row.usage import Usage, busy_pct, check_span, summarise
 
 SATURATED = 0.9    # share of a side's CPUs, averaged over the load window
 CONTENDED = "CPUs contended"   # the note's opening words

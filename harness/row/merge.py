@@ -13,8 +13,10 @@ from collections import Counter
 from dataclasses import fields
 from pathlib import Path
 
-from harness.adapter import Figures, LatencyHistogram
+from harness.store.figures import Figures
+
 from harness.stats import histogram_metrics
+from harness.tools.output import LatencyHistogram
 
 HISTOGRAM_CSV = "latency-histogram.csv"
 

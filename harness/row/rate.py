@@ -2,11 +2,11 @@
 a tool timing from intended send times must report through the stall (harness/row/stall.py; the stall as recorded: harness/store/stall.py)."""
 from __future__ import annotations
 
-from harness.adapter import ToolAdapter
-from harness.store.results import RunRow
 from harness.row.stall import expected
-from harness.store.stall import StallRecord
 from harness.scenarios import RATE_TOLERANCE, Scenario
+from harness.store.results import RunRow
+from harness.store.stall import StallRecord
+from harness.tools.adapter import ToolAdapter
 
 
 

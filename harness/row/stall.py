@@ -1,6 +1,6 @@
 """The stall test's arithmetic (issue 13): the latencies a tool that times every request from its
 intended send time must report when the target is frozen for ``stall_ms`` at ``stall_at_s``, the stall as it
-happened is harness/store/stall.py's record (harness/stall.py freezes the target and fills it).
+happened is harness/store/stall.py's record (harness/suite/stall.py freezes the target and fills it).
 
 Expected latencies: requests are intended at t_k = k / rate (k = 0 .. rate x duration - 1). One
 intended while the server is frozen, t_k in [stall_at, stall_end), waits stall_end - t_k and then

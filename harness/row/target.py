@@ -2,8 +2,8 @@
 keep-alive off really opened a connection per request (the wire's count, else the file server's)."""
 from __future__ import annotations
 
-from harness.store.results import RunRow
 from harness.store.record import RunRecord
+from harness.store.results import RunRow
 
 # Keep-alive off, judged: more requests per connection than this means connections were reused.
 REUSE_TOLERANCE = 1.05

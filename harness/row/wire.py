@@ -1,6 +1,6 @@
-"""A run's wire_* and tool_error_* columns from its capture's summary (harness/capture.py records
+"""A run's wire_* and tool_error_* columns from its capture's summary (harness/network/capture.py records
 it in the run's record: the pcap itself is deleted once parsed unless --keep-pcap), and a rate run's
-schedule fidelity columns from the same summary (harness/fidelity.py)."""
+schedule fidelity columns from the same summary (harness/network/fidelity.py)."""
 from __future__ import annotations
 
 from harness.store.results import RunRow

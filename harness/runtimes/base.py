@@ -5,21 +5,26 @@ from __future__ import annotations
 import subprocess
 import sys
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Iterator
 
-from harness.adapter import ToolAdapter
 from harness.cpus import NO_SPLIT, CpuSplit
 from harness.processes import end_process, run, stop_tool
-from harness.proxy_api import call_api
+from harness.runtimes.proxy_api import call_api
 from harness.sampling import MemoryCheck, PidSource, TopSampler, only_named, vmrss_mb
-from harness.target import Target
 from harness.targets import Setup
+from harness.targets.file_server import Target
+from harness.tools.adapter import ToolAdapter
 
 if TYPE_CHECKING:
     from harness.scenarios import Scenario
-    from harness.stall import RemoteFreeze
+
+# The stall test on a target on another machine (harness/suite/stall.py): stop the target there, hold it
+# ``ms``, resume it, all in one call (the resume cannot be lost with the ssh session); returns the pids and
+# the stall as timed there, ms.
+RemoteFreeze = Callable[[int], tuple[set[int], float]]
 
 
 @contextmanager
@@ -118,7 +123,7 @@ class Session(ABC):
 
     def target_pids(self) -> set[int]:
         """The target's processes (host pids): Nginx's master and workers (and a proxy target's), sampled
-        beside the tool's and frozen by the stall test (harness/stall.py)."""
+        beside the tool's and frozen by the stall test (harness/suite/stall.py)."""
         return set()
 
     def proxy_pids(self) -> set[int]:

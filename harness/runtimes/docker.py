@@ -24,14 +24,16 @@ from typing import IO, Iterator
 import psutil
 
 from harness import DOCKER_DIR, PREFIX, TOOLS_DIR, targets
-from harness.adapter import DockerBuild, ToolAdapter, docker_build, read_manifest
 from harness.cpus import CpuSplit, format_cpus
 from harness.errors import HarnessError
 from harness.processes import signals_deferred
 from harness.runtimes.base import Runtime, Session, run, undone_on_error
+from harness.runtimes.images import DockerBuild, docker_build
 from harness.sampling import PidSource
-from harness.target import Target
 from harness.targets import Certificate, Stack, TargetAdapter
+from harness.targets.file_server import Target
+from harness.tools.adapter import ToolAdapter
+from harness.tools.manifest import read_manifest
 
 PROJECT = PREFIX
 COMPOSE_FILE = DOCKER_DIR / "compose.yaml"

@@ -27,15 +27,15 @@ from pathlib import Path
 from typing import IO, Iterator
 
 from harness import PREFIX, REPO_ROOT
-from harness.adapter import ToolAdapter
-from harness.processes import end_process, signals_deferred
 from harness.cpus import CpuSplit
 from harness.errors import HarnessError
+from harness.processes import end_process, signals_deferred
 from harness.runtimes.base import Session
-from harness.sampling import MemoryCheck, PidSource, TopSampler
 from harness.runtimes.remote_nginx import TOP, RemoteNginx
-from harness.ssh import SshHost
-from harness.target import Target
+from harness.runtimes.ssh import SshHost
+from harness.sampling import MemoryCheck, PidSource, TopSampler
+from harness.targets.file_server import Target
+from harness.tools.adapter import ToolAdapter
 
 
 READY_TIMEOUT_S = 30.0

@@ -18,13 +18,13 @@ from typing import IO, Iterator
 import psutil
 
 from harness import PREFIX
-from harness.adapter import ToolAdapter
 from harness.cpus import CpuSplit
 from harness.errors import HarnessError
 from harness.processes import end_process, signals_deferred
 from harness.runtimes.base import Runtime, Session, run, undone_on_error
 from harness.sampling import PidSource
-from harness.target import Target
+from harness.targets.file_server import Target
+from harness.tools.adapter import ToolAdapter
 from harness.targets import (FILE_SERVER, Certificate, Setup, Stack, get, make_certificate, stack_facts, stage,
                              version_of)
 

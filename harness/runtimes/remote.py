@@ -1,7 +1,7 @@
 """The host runtime with Nginx on another machine (``--target-host ssh://user@host``).
 
 Tools run here as plain processes, as in the host runtime; Nginx runs on the other host, started
-over ssh with the same config (harness/target.py stage), bound to the host's address only and
+over ssh with the same config (harness/targets/file_server.py stage), bound to the host's address only and
 only while the suite lasts. The load crosses the real network between the two machines.
 
     this machine (tools, RTT probe)  ---- real network ---->  other host: nginx -p /tmp/lth-target-*/
@@ -22,19 +22,19 @@ from pathlib import Path
 from typing import Iterator
 
 from harness import PREFIX
-from harness.adapter import ToolAdapter
-from harness.processes import signals_deferred
 from harness.cpus import CpuSplit, format_cpus
 from harness.errors import HarnessError
+from harness.processes import signals_deferred
 from harness.rtt_probe import TargetMismatch, probe
 from harness.runtimes.base import Runtime, Session, run, undone_on_error
 from harness.runtimes.generator import DOCKER_SWEEP, GeneratorHost, generators_up
-from harness.runtimes.remote_nginx import RemoteNginx
-from harness.sampling import TopSampler
 from harness.runtimes.host import HostSession, local_problems
+from harness.runtimes.remote_nginx import RemoteNginx
+from harness.runtimes.ssh import SshHost, parse_ssh_url
+from harness.sampling import TopSampler
 from harness.scenarios import Scenario
-from harness.ssh import SshHost, parse_ssh_url
-from harness.target import Target, target_file_sha256
+from harness.targets.file_server import Target, target_file_sha256
+from harness.tools.adapter import ToolAdapter
 
 PROBE = Path(__file__).resolve().parents[1] / "rtt_probe.py"
 

@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Callable
 
 from harness import PREFIX, REPO_ROOT, TOOLS_DIR
-from harness.adapter import ToolAdapter
 from harness.cpus import CpuSplit
 from harness.errors import HarnessError
 from harness.runtimes.base import Session, run
@@ -32,8 +31,9 @@ from harness.runtimes.generator import LABEL, GeneratorHost, RemoteGeneratorSess
 from harness.runtimes.host import local_problems
 from harness.runtimes.remote import RemoteTargetRuntime, RemoteTargetSession, route_device
 from harness.runtimes.remote_nginx import RemoteNginx
-from harness.ssh import SshHost
-from harness.target import Target
+from harness.runtimes.ssh import SshHost
+from harness.targets.file_server import Target
+from harness.tools.adapter import ToolAdapter
 
 COPY_TIMEOUT_S = 1800
 DOCKER_CHECK = "command -v docker >/dev/null || { echo 'no docker CLI'; exit 0; }; " \

@@ -10,9 +10,9 @@ import tempfile
 from pathlib import Path
 
 from harness import PREFIX
+from harness.runtimes.ssh import SshHost
 from harness.sampling import TopSampler
-from harness.ssh import SshHost
-from harness.target import stage
+from harness.targets.file_server import stage
 
 START_TIMEOUT_S = 60
 # top over ssh: batch mode, one frame per interval, wide lines, KiB memory, every CPU's line.

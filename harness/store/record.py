@@ -33,7 +33,7 @@ class Execution:
     affinity: dict[str, dict[int, dict]] | None = None  # group ("" = tool) -> pid -> name, threads, cpus
     cpu_busy: list[CpuFrame] | None = None             # every CPU's busy % per frame (top -1)
     target_cpu_busy: list[CpuFrame] | None = None      # the same on the target's machine, when it is another one
-    overtime_s: float = 0.0          # past its deadline, still working, waited for (harness/execution.py)
+    overtime_s: float = 0.0          # past its deadline, still working, waited for (harness/suite/execution.py)
 
 
 def save_execution(execution: Execution, folder: Path) -> None:

@@ -13,9 +13,9 @@ from dataclasses import MISSING, asdict, dataclass, fields
 from datetime import datetime, timezone
 from pathlib import Path
 
-from harness.adapter import Figures, column
 from harness.errors import HarnessError
 from harness.files import write_atomic
+from harness.store.figures import Figures, column
 
 # unsupported: a rate scenario and a tool without an open model (the error says so); nothing ran.
 STATUSES = ("ok", "failed", "timeout", "unsupported")
@@ -111,7 +111,7 @@ class RunRow(Figures, RunSetup):
                                          "(shaping.loaded_probe), ms")
     shaper_added_ms: float | None = column("Toxiproxy: rtt_loaded_ms - rtt_measured_ms: what the shaped path added under "
                                            "this load (Toxiproxy's queue, and Nginx's on the CPUs it shares), ms")
-    # Schedule fidelity of a rate run with a capture (harness/fidelity.py): when the requests left, on the wire.
+    # Schedule fidelity of a rate run with a capture (harness/network/fidelity.py): when the requests left, on the wire.
     wire_rate_rps: float | None = column("a rate run with --capture: the rate its requests left at on the wire, "
                                          "(requests - 1) / first to last request sent, rps")
     wire_rate_cv: float | None = column("the same: std / mean of the rates in each full 100 ms window (0: even)")
@@ -120,7 +120,7 @@ class RunRow(Figures, RunSetup):
                                        "schedule 0, Poisson 1)")
     wire_schedule: str | None = column("the same: one line judging the gaps, windows and rate against the tool's "
                                        "declared schedule (rate_schedule: uniform or poisson)")
-    # Targets as adapters (issue 23): harness/targets.py, harness/row/target.py.
+    # Targets as adapters (issue 23): harness/targets/, harness/row/target.py.
     target: str = column("the scenario's target (targets/<id>/): nginx, or a proxy in front of it", "nginx")
     keepalive: bool = column("false: the tool was told to open a new TCP connection for every request", True)
     tls: bool = column("true: HTTPS to a throw-away self-signed certificate (not verified by the tool)", False)

@@ -1,4 +1,4 @@
-"""A stall as it happened (issue 13): when the target's Nginx was frozen and for how long, as harness/stall.py
+"""A stall as it happened (issue 13): when the target's Nginx was frozen and for how long, as harness/suite/stall.py
 recorded it during the run and the row's derivation (harness/row/rate.py) reads it back."""
 from __future__ import annotations
 

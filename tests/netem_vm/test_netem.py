@@ -21,8 +21,8 @@ import pytest
 
 from analysis.shapers import markdown, side_by_side
 from conftest import REPO, leftovers
+from harness.network.shaping import netem_limit
 from harness.row import rtt_ok
-from harness.shaping import netem_limit
 
 pytestmark = pytest.mark.e2e
 # The tools TCG leaves unsaturated: their figures show the shaper, not the tool. (k6 and JMeter spend their core
@@ -332,7 +332,7 @@ DOCKER_IN_VM = (
     "the VM cannot build them (no network to Debian's mirror), and a hand-made trial there (wrk in a "
     "container, 20 VUs, netem 10 ms on its eth0) averaged 33.8 ms: TCG's bridge path, not the shaper, would "
     "decide every figure. "
-    "The same qdisc code shapes the container's eth0 (harness/shaping.py, shape_netns/shape_device), and a "
+    "The same qdisc code shapes the container's eth0 (harness/network/shaping.py, shape_netns/shape_device), and a "
     "Docker user's kernel with sch_netem takes it; see README 'netem in a VM'")
 
 

@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from harness.adapter import ParseError, RunSpec, ToolOutput
-from harness.registry import discover
+from harness.tools.output import ParseError, RunSpec, ToolOutput
+from harness.tools.registry import discover
 from conftest import FIXTURES, TLS_URL, assert_ordered, captured_run, cases, command_spec, with_stdout
 
 AB = discover()["ab"]

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.adapter import ParseError, RunSpec, ToolOutput
-from harness.registry import discover
+from harness.tools.output import ParseError, RunSpec, ToolOutput
+from harness.tools.registry import discover
 from conftest import TLS_URL, captured_run, cases, command_spec
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "artillery"

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.adapter import ParseError, RunSpec, ToolOutput
-from harness.registry import discover
+from harness.tools.output import ParseError, RunSpec, ToolOutput
+from harness.tools.registry import discover
 from conftest import TLS_URL, captured_run, cases, command_spec
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "autocannon"
@@ -102,7 +102,7 @@ def test_missing_or_broken_result_is_a_parse_error(stdout):
 
 def test_the_runs_row_leaves_sub_millisecond_figures_empty_with_a_note():
     """The host fixture's row (meta.json, written by the runner) against the parser + the runner's rule."""
-    from harness.adapter import below_resolution
+    from harness.store.figures import below_resolution
     output, meta = load("vu20-host")
     row, metrics = meta["row"], below_resolution(ADAPTER.parse(output), ADAPTER.timing_resolution_ms)
     assert row["timing_resolution_ms"] == 1 and row["co_corrected"] is False

@@ -3,8 +3,8 @@ tls as True (command() honours it, checked on a real run: tools/<id>/README.md) 
 the tool cannot, which list-tools prints and an `unsupported` row keeps."""
 import pytest
 
-from harness.adapter import ToolAdapter
-from harness.registry import discover
+from harness.tools.adapter import ToolAdapter
+from harness.tools.registry import discover
 
 ADAPTERS = discover()
 NOT_LOOKED_AT = ToolAdapter.keepalive_off

@@ -1,5 +1,5 @@
 """A generator image is built from its install kind's shared Dockerfile (tools/_docker/), with build args
-from the tool's manifest, or from the tool's own tools/<id>/Dockerfile when it has one (harness/adapter.py
+from the tool's manifest, or from the tool's own tools/<id>/Dockerfile when it has one (harness/runtimes/images.py
 docker_build); the Docker runtime hands both to compose.yaml."""
 import fcntl
 import re
@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 
 from harness import DOCKER_DIR, TOOLS_DIR
-from harness.adapter import KIND_DOCKERFILES, KIND_TOOLCHAINS, docker_build, read_manifest
 from harness.errors import HarnessError
 from harness.runtimes.docker import DockerRuntime
+from harness.runtimes.images import KIND_DOCKERFILES, KIND_TOOLCHAINS, docker_build
+from harness.tools.manifest import read_manifest
 
 FOLDERS = sorted(p.parent for p in TOOLS_DIR.glob("*/adapter.py"))
 SHARED = sorted((TOOLS_DIR / "_docker").glob("*.Dockerfile"))

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from harness import TOOLS_DIR
-from harness.adapter import ParseError, ToolOutput
-from harness.registry import discover
+from harness.tools.output import ParseError, ToolOutput
+from harness.tools.registry import discover
 from conftest import TLS_URL, captured_run, command_spec
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "drill" / "vu20-host"

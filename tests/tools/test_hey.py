@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.adapter import ParseError, ToolOutput
-from harness.registry import discover
+from harness.tools.output import ParseError, ToolOutput
+from harness.tools.registry import discover
 from conftest import TLS_URL, assert_ordered, captured_run, cases, command_spec, with_stdout
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "hey"

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from harness import TOOLS_DIR
-from harness.adapter import read_manifest
-from harness.readme_tools import README, with_tool_table
-from harness.registry import discover
+from harness.tools.manifest import read_manifest
+from harness.tools.readme_tools import README, with_tool_table
+from harness.tools.registry import discover
 
 FOLDERS = sorted(p.parent for p in TOOLS_DIR.glob("*/adapter.py"))
 KINDS = {"apt", "go", "cargo", "npm", "pip", "maven"}

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.adapter import RunSpec, ToolOutput
-from harness.registry import discover
+from harness.tools.output import RunSpec, ToolOutput
+from harness.tools.registry import discover
 from conftest import URL
 
 TOOLS = discover()

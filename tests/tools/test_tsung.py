@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 
 from harness import TOOLS_DIR
-from harness.adapter import ParseError, ToolOutput
-from harness.registry import discover
+from harness.tools.output import ParseError, ToolOutput
+from harness.tools.registry import discover
 from conftest import TLS_URL, captured_run, command_spec
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "tsung"
@@ -168,7 +168,7 @@ def test_a_results_folder_tsungs_own_script_cannot_take_is_refused_before_the_su
     log folder in two, mid-run. The plan refuses such a folder in one line, before anything starts."""
     from harness.cpus import NO_SPLIT
     from harness.errors import HarnessError
-    from harness.plan import Plan
+    from harness.suite.plan import Plan
     problem = TSUNG.folder_problem(Path(folder))
     assert (problem is None) if not refused else f"holding {refused!r}" in problem
     if refused:

@@ -2,7 +2,7 @@
 import csv
 import re
 
-from harness.adapter import Metrics, ParseError, RunSpec, ToolAdapter, ToolOutput
+from harness.tools import Metrics, ParseError, RunSpec, ToolAdapter, ToolOutput
 
 PERCENTILE_FILE = "ab-percentiles.csv"
 # ab sizes its per-request table from -n up front; this bound is far above what one ab thread

@@ -9,7 +9,7 @@ summary (time to first byte, ms) and the first/last metric timestamps that bound
 import json
 from urllib.parse import urlsplit
 
-from harness.adapter import Metrics, ParseError, RunSpec, ToolAdapter, ToolOutput
+from harness.tools import Metrics, ParseError, RunSpec, ToolAdapter, ToolOutput
 
 REPORT = "artillery-report.json"
 # Keep-alive off: every request says `Connection: close` (config.http.defaults.headers replaces the

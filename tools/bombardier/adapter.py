@@ -1,7 +1,7 @@
 """bombardier: Go with fasthttp, -c VUs connections, each one goroutine sending requests back to back."""
 import json
 
-from harness.adapter import Metrics, ParseError, RunSpec, ToolAdapter, ToolOutput
+from harness.tools import Metrics, ParseError, RunSpec, ToolAdapter, ToolOutput
 
 
 class Bombardier(ToolAdapter):

@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from harness.adapter import Metrics, ParseError, RunSpec, ToolAdapter, ToolOutput
+from harness.tools import Metrics, ParseError, RunSpec, ToolAdapter, ToolOutput
 
 STATS, WINDOW, CALIBRATION = "drill-stats.txt", "drill-window.txt", "drill-calibration.txt"
 # The global summary: "<label> <value>", e.g. "Median time per request   214000ns" (per-plan-step

@@ -1,6 +1,6 @@
 """Gatling: Scala/Java on Netty (event loops), a Java DSL simulation, one virtual user per connection."""
-from harness.adapter import Metrics, ParseError, RunSpec, ToolAdapter, ToolOutput
 from harness.stats import DEFINITION, latency_metrics
+from harness.tools import Metrics, ParseError, RunSpec, ToolAdapter, ToolOutput
 from tools.gatling import simlog
 
 SIMULATION = "lth.LthSimulation"   # src/test/java/lth/LthSimulation.java, compiled at install

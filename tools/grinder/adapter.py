@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import csv
 
-from harness.adapter import Metrics, ParseError, RunSpec, ToolAdapter, ToolOutput
 from harness.stats import DEFINITION, latency_metrics
+from harness.tools import Metrics, ParseError, RunSpec, ToolAdapter, ToolOutput
 
 HOST_ID = "lth"                      # grinder.hostID: names the worker "lth-0" on every machine
 DATA_LOG = f"{HOST_ID}-0-data.log"   # worker process 0's per-test log in grinder.logDirectory

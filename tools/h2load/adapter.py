@@ -8,8 +8,8 @@ import re
 
 import numpy as np
 
-from harness.adapter import Metrics, ParseError, RunSpec, ToolAdapter, ToolOutput
 from harness.stats import latency_metrics
+from harness.tools import Metrics, ParseError, RunSpec, ToolAdapter, ToolOutput
 
 LOG_FILE = "h2load-requests.tsv"
 # "finished in 5.00s, 41403.40 req/s, 8.93MB/s"

@@ -7,7 +7,7 @@ a 300 s run at ~24k rps exceeds 7 times. The summary's Requests/sec and Total co
 """
 import re
 
-from harness.adapter import Metrics, ParseError, RunSpec, ToolAdapter, ToolOutput
+from harness.tools import Metrics, ParseError, RunSpec, ToolAdapter, ToolOutput
 
 # hey keeps latencies and status codes of its first million results only (requester/report.go).
 MAX_RESULTS = 1_000_000

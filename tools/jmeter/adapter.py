@@ -2,8 +2,8 @@
 import csv
 from urllib.parse import urlsplit
 
-from harness.adapter import Metrics, ParseError, RunSpec, ToolAdapter, ToolOutput
 from harness.stats import DEFINITION, latency_metrics
+from harness.tools import Metrics, ParseError, RunSpec, ToolAdapter, ToolOutput
 
 JTL, LOG = "jmeter.jtl", "jmeter.log"
 RAMP_UP_S = 1                     # the study started its threads over 1 s

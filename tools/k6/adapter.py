@@ -4,7 +4,7 @@ per-point --out json would halve k6's throughput, so no per-request log is read.
 """
 import re
 
-from harness.adapter import Metrics, ParseError, RunSpec, ToolAdapter, ToolOutput
+from harness.tools import Metrics, ParseError, RunSpec, ToolAdapter, ToolOutput
 
 SUMMARY = "k6-summary.json"
 TREND_STATS = "avg,min,med,max,p(50),p(75),p(90),p(95),p(99),count"

@@ -16,8 +16,8 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from harness.adapter import Metrics, ParseError, RunSpec, ToolAdapter, ToolOutput
 from harness.stats import latency_metrics
+from harness.tools import Metrics, ParseError, RunSpec, ToolAdapter, ToolOutput
 
 OUTPUT_PREFIX = "locust"                   # --csv and --json-file prefix inside spec.out_dir
 JSON_FILE = f"{OUTPUT_PREFIX}.json"        # Locust appends .json to --json-file

@@ -8,7 +8,7 @@ they are neither counted as requests nor as errors here (the server did count th
 import sqlite3
 from collections import Counter
 
-from harness.adapter import LatencyHistogram, Metrics, ParseError, RunSpec, ToolAdapter, ToolOutput
+from harness.tools import LatencyHistogram, Metrics, ParseError, RunSpec, ToolAdapter, ToolOutput
 
 REPORT = "oha.json"
 REQUESTS_DB = "oha.db"      # with RunSpec.per_request: every succeeded request (oha --db-url)

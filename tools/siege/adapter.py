@@ -6,7 +6,7 @@ mean, longest and shortest response time, in seconds with two decimals (10 ms st
 """
 import json
 
-from harness.adapter import Metrics, ParseError, RunSpec, ToolAdapter, ToolOutput
+from harness.tools import Metrics, ParseError, RunSpec, ToolAdapter, ToolOutput
 
 SIEGERC = "siegerc"
 SIEGERC_CLOSE = "siegerc-close"   # keep-alive off: the same settings with connection = close

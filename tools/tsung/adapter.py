@@ -19,7 +19,7 @@ import re
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from harness.adapter import Metrics, ParseError, RunSpec, ToolAdapter, ToolOutput
+from harness.tools import Metrics, ParseError, RunSpec, ToolAdapter, ToolOutput
 
 LOG_DIR = "log"                   # run.sh passes -l OUT_DIR/log; Tsung adds a YYYYMMDD-HHMM folder
 STATS = "tsung.log"

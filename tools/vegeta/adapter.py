@@ -8,15 +8,15 @@ own summary and, at the same time on the other core, `vegeta encode -to csv` the
 which the first three columns are kept (timestamp, status, latency; gzip -1), and the binary file is
 removed. Both decode every result: the work grows with the requests (330k results: report 2.4 s, encode
 with cut and gzip 5.7 s, one after the other 8.1 s; side by side 5.7 s here), which is why a tool still
-working past its grace is waited for (harness/execution.py).
+working past its grace is waited for (harness/suite/execution.py).
 """
 import gzip
 import warnings
 
 import numpy as np
 
-from harness.adapter import Metrics, ParseError, RunSpec, ToolAdapter, ToolOutput
 from harness.stats import DEFINITION, latency_metrics
+from harness.tools import Metrics, ParseError, RunSpec, ToolAdapter, ToolOutput
 
 RESULTS, REPORT, REQUESTS = "vegeta.bin", "vegeta-report.json", "vegeta-requests.csv.gz"
 

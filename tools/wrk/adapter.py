@@ -7,8 +7,8 @@ correction exactly and the figures here are the raw, measured latencies. See too
 """
 import json
 
-from harness.adapter import LatencyHistogram, Metrics, ParseError, RunSpec, ToolAdapter, ToolOutput
 from harness.stats import histogram_metrics
+from harness.tools import LatencyHistogram, Metrics, ParseError, RunSpec, ToolAdapter, ToolOutput
 
 MARKER, HISTOGRAM = "LTH_JSON ", "LTH_HIST"
 Histogram = dict[int, int]   # latency in us -> count

@@ -1,5 +1,7 @@
 """Test-only tool: starts, prints a little, then dies of SIGSEGV-like crash (exit 139)."""
-from harness.adapter import Metrics, RunSpec, ToolAdapter, ToolOutput
+from harness.store.figures import Metrics
+from harness.tools.adapter import ToolAdapter
+from harness.tools.output import RunSpec, ToolOutput
 
 
 class Crash(ToolAdapter):

@@ -1,7 +1,11 @@
 """Test-only tool: exits 0 but prints output its parser cannot read."""
 import json
 
-from harness.adapter import Metrics, RunSpec, ToolAdapter, ToolOutput
+from harness.store.figures import Metrics
+
+from harness.tools.adapter import ToolAdapter
+
+from harness.tools.output import RunSpec, ToolOutput
 
 
 class Garbage(ToolAdapter):

@@ -1,5 +1,7 @@
 """Test-only tool: ignores its duration and SIGTERM, so only the harness's deadline ends it."""
-from harness.adapter import Metrics, RunSpec, ToolAdapter, ToolOutput
+from harness.store.figures import Metrics
+from harness.tools.adapter import ToolAdapter
+from harness.tools.output import RunSpec, ToolOutput
 
 
 class Hang(ToolAdapter):

@@ -6,8 +6,8 @@ import re
 import pytest
 
 from conftest import FIXTURES, TLS_URL, captured_run, cases, command_spec, with_stdout
-from harness.adapter import ParseError
-from harness.registry import discover
+from harness.tools.output import ParseError
+from harness.tools.registry import discover
 
 ADAPTER = discover()["httperf"]
 

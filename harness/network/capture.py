@@ -1,5 +1,5 @@
 """Ground truth from the wire (``--capture``): tcpdump on the generator's side of the link while
-the tool runs, parsed by harness/wire.py into the row's wire_* and tool_error_* columns.
+the tool runs, parsed by harness/network/wire.py into the row's wire_* and tool_error_* columns.
 
 The capture starts after the harness's own target check, RTT probe and first stub_status read,
 and stops once the tool has exited, before the second read: it holds the tool's traffic only.
@@ -7,7 +7,7 @@ Headers only (snap length), only packets carrying payload or opening/closing a c
 ACKs are filtered in the kernel), and at most MAX_PACKETS packets, which bounds disk; a capture
 that hits the cap says so in the row's notes. The pcap is deleted once parsed, so whatever the row
 needs from it is computed here, into the summary the run's record keeps: the pairs (wire latency) and,
-for a rate run, the schedule fidelity of the tool's sends (harness/fidelity.py).
+for a rate run, the schedule fidelity of the tool's sends (harness/network/fidelity.py).
 """
 from __future__ import annotations
 
@@ -22,17 +22,17 @@ from pathlib import Path
 from typing import Iterator
 
 from harness import PREFIX
-from harness.fidelity import schedule_fidelity
+from harness.network.fidelity import schedule_fidelity
+from harness.network.wire import FIXED_SNAPLEN, request_send_times, summarise
 from harness.processes import end_process, signals_deferred
 from harness.runtimes.base import Session
-from harness.target import Target
-from harness.wire import FIXED_SNAPLEN, request_send_times, summarise
+from harness.targets.file_server import Target
 
 TCPDUMP = "tcpdump"
 PCAP_NAME, LOG_NAME = f"{PREFIX}-capture.pcap", "capture.log"   # clean-state finds tcpdump by the name
 # Ethernet 14 + IPv4 20 + TCP's first 14 bytes (ports, data offset, flags) is all the parser reads;
 # the rest of the TCP header is kept for a human reading the pcap. 80 B per packet on disk.
-SNAPLEN = FIXED_SNAPLEN   # the layout harness/wire.py parses with numpy
+SNAPLEN = FIXED_SNAPLEN   # the layout harness/network/wire.py parses with numpy
 # Measured: 2.0 packets per request/response pair (pure ACKs filtered out), so the cap is
 # about 1.6 GB of disk and 10M pairs (a 300 s run at 33k RPS).
 MAX_PACKETS = 20_000_000

@@ -1,4 +1,4 @@
-"""``python -m harness capacity``: the capacity search (harness/capacity.py) driven through the suite's
+"""``python -m harness capacity``: the capacity search (harness/capacity/search.py) driven through the suite's
 own machinery (runner.opened, Bench.run), so every step is an ordinary run with its ordinary row.
 
 Per tool that can pace a rate (``open_model``):
@@ -25,15 +25,15 @@ from dataclasses import asdict, dataclass
 
 from pydantic import ValidationError
 
-from harness import preflight
-from harness.adapter import ToolAdapter
-from harness.capacity import Criteria, SearchResult, Step, Verdict, judge, search
+from harness.capacity.search import Criteria, SearchResult, Step, Verdict, judge, search
 from harness.errors import HarnessError
-from harness.plan import Plan
-from harness.store.results import ResultsFolder, RunRow
-from harness.runner import Bench, console, opened
 from harness.runtimes import Runtime
 from harness.scenarios import MAX_VUS, Scenario, describe_error
+from harness.store.results import ResultsFolder, RunRow
+from harness.suite import preflight
+from harness.suite.plan import Plan
+from harness.suite.runner import Bench, console, opened
+from harness.tools.adapter import ToolAdapter
 
 UNLOADED_RPS = 100
 SLO_FACTOR = 10.0

@@ -1,4 +1,4 @@
-"""Toxiproxy's HTTP API, called from this machine (harness/shaping.py sets the latency through it)."""
+"""Toxiproxy's HTTP API, called from this machine (harness/network/shaping.py sets the latency through it)."""
 from __future__ import annotations
 
 import http.client

@@ -19,13 +19,11 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from harness.processes import signal_pids, signals_deferred
+from harness.runtimes.base import RemoteFreeze
 from harness.store.stall import StallRecord
 
 METHOD = ("SIGSTOP/SIGCONT of every Nginx process (host: nginx in netns lth-target; docker: the target container; "
           "--target-host: over ssh, both signals sent there by one script, the stall timed on that host's clock)")
-# On another machine: stop the target there, hold it ``ms``, resume it, all in one call (the resume
-# cannot be lost with the ssh session); returns the pids and the stall as timed there, ms.
-RemoteFreeze = Callable[[int], tuple[set[int], float]]
 
 
 class _Injector(threading.Thread):

@@ -1,5 +1,5 @@
 """The target as the harness sees it: what it must serve, the check before any run, and the Nginx file
-server's counters (harness/targets.py starts the stacks)."""
+server's counters (this package's __init__ starts the stacks)."""
 from __future__ import annotations
 
 import hashlib

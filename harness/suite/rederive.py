@@ -12,13 +12,13 @@ import shutil
 import traceback
 from pathlib import Path
 
-from harness.adapter import ToolAdapter
-from harness.capture import reparsed
 from harness.errors import HarnessError
-from harness.lock import folder_lock
-from harness.store.results import ResultsFolder, RunRow
+from harness.network.capture import reparsed
 from harness.row import Derived, derive
 from harness.store.record import RECORD, SCHEMA_VERSION, RunRecord
+from harness.store.results import ResultsFolder, RunRow
+from harness.suite.lock import folder_lock
+from harness.tools.adapter import ToolAdapter
 
 
 def derive_stored(record: RunRecord, adapter: ToolAdapter, run_dir: Path) -> Derived:

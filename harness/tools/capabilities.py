@@ -1,14 +1,14 @@
 """What each tool can do beyond closed-loop keep-alive HTTP, and which runs it therefore cannot make.
 
-A tool declares it in its adapter (harness/adapter.py: open_model, keepalive_off, tls); a scenario that
+A tool declares it in its adapter (harness/tools/adapter.py: open_model, keepalive_off, tls); a scenario that
 needs what the tool lacks gets a row with status ``unsupported`` and the tool's reason, never a silently
 different test. ``matrix`` is what ``list-tools`` and the README's tool table print.
 """
 from __future__ import annotations
 
-from harness import openmodel
-from harness.adapter import ToolAdapter
 from harness.scenarios import Scenario
+from harness.tools import openmodel
+from harness.tools.adapter import ToolAdapter
 
 FEATURES = {"open_model": "open model", "keepalive_off": "keep-alive off", "tls": "TLS"}
 

@@ -9,8 +9,8 @@ from pathlib import Path
 from types import ModuleType
 
 from harness import TOOLS_DIR
-from harness.adapter import ToolAdapter
 from harness.errors import HarnessError
+from harness.tools.adapter import ToolAdapter
 
 
 def _import_adapter(adapter_file: Path) -> ModuleType:

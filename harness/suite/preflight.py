@@ -10,15 +10,17 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness import capabilities, targets
+from harness import targets
+
 from harness.errors import HarnessError
+from harness.runtimes.ssh import parse_ssh_url
 from harness.store.results import ResultsFolder, read_environment
-from harness.ssh import parse_ssh_url
 from harness.targets import Setup
+from harness.tools import capabilities
 
 if TYPE_CHECKING:
-    from harness.plan import Plan
     from harness.runtimes import Runtime
+    from harness.suite.plan import Plan
 
 MIN_FREE_DISK_GB = 1.0
 FD_MARGIN = 256           # files the tool needs besides its sockets

@@ -17,9 +17,9 @@ from contextlib import nullcontext
 from pathlib import Path
 
 from harness.processes import signals_deferred
-from harness.store.record import SAMPLES, STDERR, STDOUT, Execution, save_execution
 from harness.runtimes.base import Session
 from harness.sampling import PidSource, TopSampler
+from harness.store.record import SAMPLES, STDERR, STDOUT, Execution, save_execution
 
 FIRST_FRAME_TIMEOUT_S = 15.0
 OVERTIME_CHECK_S = 5.0    # a tool past its deadline is looked at this often

@@ -5,7 +5,7 @@
     ratio of median RPS (should be >= 0.98).
 (b) Docker vs host RPS ratio for wrk and ab, interleaved rounds, medians.
 
-Usage (root, from the repository root): .venv/bin/python -m harness.overhead_check [--duration 10] [--rounds 3]
+Usage (root, from the repository root): .venv/bin/python -m harness.suite.overhead_check [--duration 10] [--rounds 3]
 Writes a results folder (runtime "overhead") with every harness row and overhead.json.
 """
 from __future__ import annotations
@@ -18,13 +18,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-from harness import REPO_ROOT, registry
-from harness.adapter import RunSpec
-from harness.store.results import ResultsFolder
-from harness.runner import run_one
+from harness import REPO_ROOT
+
 from harness.runtimes.docker import DockerRuntime
 from harness.runtimes.host import HostRuntime
 from harness.scenarios import select
+from harness.store.results import ResultsFolder
+from harness.suite.runner import run_one
+from harness.tools import registry
+from harness.tools.output import RunSpec
 
 
 def wrk_by_hand(runtime: HostRuntime, duration_s: int, out_dir: Path) -> float:

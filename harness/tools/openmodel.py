@@ -8,8 +8,8 @@ every tool) and its row says so. The row's rate and stall columns: harness/row/r
 """
 from __future__ import annotations
 
-from harness.adapter import ToolAdapter
 from harness.scenarios import Scenario
+from harness.tools.adapter import ToolAdapter
 
 
 def rate_for(scenario: Scenario, adapter: ToolAdapter) -> int | None:

@@ -25,12 +25,12 @@ from harness.errors import HarnessError
 from harness.processes import run, signals_deferred
 from harness.runtimes.base import Session
 from harness.scenarios import rtt_tolerance_ms
-from harness.target import Target, target_file_sha256
+from harness.targets.file_server import Target, target_file_sha256
 
 SHAPERS = ("auto", "netem", "toxiproxy")
 TOXIPROXY_BIN = Path("/opt/lth/bin/toxiproxy-server")
 PROXY_PORT, API_PORT = 8080, 8474
-PROBE_SCRIPT = Path(__file__).with_name("rtt_probe.py")
+PROBE_SCRIPT = Path(__file__).resolve().parents[1] / "rtt_probe.py"
 # A request/response exchange puts at most ~4 packets in flight per connection, all of which can
 # sit in the delayed queue for one RTT; twice that for headroom.
 PACKETS_IN_FLIGHT_PER_VU = 8

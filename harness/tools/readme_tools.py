@@ -1,5 +1,5 @@
 """The README's tool table, generated from the manifests (tools/<id>/tool.toml) so that a version
-lives in one place: ``python -m harness.readme_tools`` (``make readme-tools``) rewrites the table in
+lives in one place: ``python -m harness.tools.readme_tools`` (``make readme-tools``) rewrites the table in
 README.md; tests/tools/test_manifests.py fails when README and manifests disagree."""
 from __future__ import annotations
 
@@ -7,9 +7,11 @@ import re
 import sys
 from pathlib import Path
 
-from harness import REPO_ROOT, capabilities
-from harness.adapter import read_manifest
-from harness.registry import discover
+from harness import REPO_ROOT
+
+from harness.tools import capabilities
+from harness.tools.manifest import read_manifest
+from harness.tools.registry import discover
 
 README = REPO_ROOT / "README.md"
 HEADER = ("| id | version | concurrency model | figures from | open model | keep-alive off | TLS |\n"

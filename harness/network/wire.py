@@ -18,7 +18,7 @@ Handshake time = a connection's opening SYN (the first, if retransmitted) to the
 after it: about the RTT when the shaper delays the handshake (netem), the native hop when it does not.
 Payload sizes come from the IP and TCP headers, so a header-only snap length is enough.
 Send times (request_send_times): each request's first packet, by the same rule, for the schedule
-fidelity of a paced tool (harness/fidelity.py).
+fidelity of a paced tool (harness/network/fidelity.py).
 """
 from __future__ import annotations
 
@@ -259,7 +259,7 @@ def _summarise_packets(data: bytes | mmap.mmap, server_port: int) -> WireSummary
                        np.array(pairer.ended, dtype=np.int64), pairer.last_request)
 
 
-FIXED_SNAPLEN = 64   # harness/capture.py's snap length: every TCP packet with timestamps is longer
+FIXED_SNAPLEN = 64   # harness/network/capture.py's snap length: every TCP packet with timestamps is longer
 READ_UPTO = 48       # the frame bytes the numpy path reads: Ethernet, IPv4 without options, TCP to its flags
 
 
@@ -282,7 +282,7 @@ def _record_offsets(data: bytes | mmap.mmap, order: str) -> np.ndarray | None:
 
 
 def _summarise_fixed(data: bytes | mmap.mmap, server_port: int) -> WireSummary | None:
-    """The same pairing with numpy, for the file harness/capture.py writes: Ethernet, IPv4 without
+    """The same pairing with numpy, for the file harness/network/capture.py writes: Ethernet, IPv4 without
     options, every record holding at least READ_UPTO frame bytes. None where the file is anything else
     (the packet path handles it)."""
     order, scale, link = _header(data)

@@ -4,10 +4,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.adapter import ToolAdapter
 from harness.cpus import CpuSplit, choose_split
 from harness.errors import HarnessError
 from harness.scenarios import Scenario
+from harness.tools.adapter import ToolAdapter
 
 
 @dataclass(frozen=True)

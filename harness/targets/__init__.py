@@ -22,7 +22,7 @@ from harness import TARGETS_DIR
 from harness.cpus import format_cpus
 from harness.errors import HarnessError
 from harness.files import write_atomic
-from harness.target import TARGET_FILE, Target, stage as stage_file_server
+from harness.targets.file_server import TARGET_FILE, Target, stage as stage_file_server
 
 FILE_SERVER = "nginx"
 LOAD_PORT, TLS_PORT, UPSTREAM_PORT = 80, 443, 8080

@@ -1,0 +1,59 @@
+"""The figures a tool reports, declared once in the runs.csv order (the first columns of a row,
+harness/store/results.py RunRow), and what a tool's parse() returns: Metrics."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+
+def column(doc: str, default: Any = None) -> Any:
+    """A runs.csv column; ``doc`` is its line in the README's column table (harness/store/results.py).
+    ``default=MISSING`` makes it a required argument."""
+    return field(default=default, metadata={"doc": doc})
+
+
+@dataclass
+class Figures:
+    """What a tool reports that becomes the runs.csv column of the same name: declared here once,
+    in the csv's order (RunRow inherits them). ``None`` means the tool does not report it (never 0)."""
+
+    requests: int | None = column("requests the tool completed, by its own count")
+    errors: int | None = column("requests the tool counted as failed")
+    rps: float | None = column("requests per second as the tool reports them, over its load window")
+    lat_min_ms: float | None = column("fastest response as the tool timed it, ms")
+    lat_mean_ms: float | None = column("mean response time, ms")
+    lat_p50_ms: float | None = column("median response time, ms")
+    lat_p75_ms: float | None = column("75th percentile response time, ms")
+    lat_p90_ms: float | None = column("90th percentile response time, ms")
+    lat_p95_ms: float | None = column("95th percentile response time, ms")
+    lat_p99_ms: float | None = column("99th percentile response time, ms")
+    lat_max_ms: float | None = column("slowest response, ms")
+
+
+@dataclass
+class Metrics(Figures):
+    """What a tool achieved: its :class:`Figures`, the load window as it timed it, and where they came from."""
+
+    measured_s: float | None = None   # the load window as the tool itself timed it
+    # Seconds from launch to the first request, for tools with a start-up phase (JVM, compile,
+    # spawning workers), from the tool's own timestamps. The load window is then
+    # [load_start_s, load_start_s + measured_s]: memory and CPU averages cover only that window.
+    load_start_s: float | None = None
+    source: str = ""                  # how the figures were obtained, kept in the results
+    notes: list[str] = field(default_factory=list)
+
+
+BELOW_RESOLUTION = "below the tool's {resolution:g} ms timing resolution, left empty: {columns}"
+LATENCY_FIELDS = tuple(f.name for f in fields(Figures) if f.name.startswith("lat_"))
+
+
+def below_resolution(metrics: Metrics, resolution_ms: float) -> Metrics:
+    """Empty every latency figure smaller than the tool's clock step (a whole-ms tool's 0 means
+    "under 1 ms", not 0 ms), naming them in a note."""
+    hidden = [name for name in LATENCY_FIELDS
+              if getattr(metrics, name) is not None and getattr(metrics, name) < resolution_ms]
+    for name in hidden:
+        setattr(metrics, name, None)
+    if hidden:
+        metrics.notes.append(BELOW_RESOLUTION.format(resolution=resolution_ms, columns=", ".join(hidden)))
+    return metrics

@@ -1,0 +1,61 @@
+"""What an adapter receives and returns: the run it is asked for (RunSpec), the tool's output (ToolOutput),
+its latencies as a histogram for merging (LatencyHistogram), and the error when that output cannot be read."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    url: str          # full URL of the target file, e.g. http://198.18.0.2:80/style.css
+    vus: int          # virtual users = concurrent connections held for the whole run
+    duration_s: int
+    out_dir: Path     # the run's folder; the same absolute path inside a container
+    cpus: int         # cores the generator may use
+    rate_rps: int | None = None  # open model: send at this arrival rate, vus capping connections (issue 13)
+    per_request: bool = False    # one of several generators: keep what latency_histogram() needs
+    keepalive: bool = True       # False: a new TCP connection for every request (issue 23)
+
+    @property
+    def tls(self) -> bool:
+        """An https:// URL: TLS to a throw-away self-signed certificate, which the tool must not verify."""
+        return self.url.startswith("https://")
+
+
+@dataclass(frozen=True)
+class ToolOutput:
+    spec: RunSpec
+    stdout: str
+    stderr: str
+    exit_code: int
+    launched_at: float = 0.0          # epoch seconds when the tool's process was started
+
+    def file(self, name: str) -> Path:
+        return self.spec.out_dir / name
+
+    def json(self, name: str, missing: str) -> Any:
+        """The tool's JSON file ``name``, parsed; a ParseError saying ``missing`` when there is none, or that
+        it is not JSON."""
+        path = self.file(name)
+        if not path.is_file():
+            raise ParseError(missing)
+        try:
+            return json.loads(path.read_text())
+        except json.JSONDecodeError as exc:
+            raise ParseError(f"{name} is not JSON: {exc}") from None
+
+
+@dataclass(frozen=True)
+class LatencyHistogram:
+    """A run's latencies as {ms: requests}, for merging several generators' runs (harness/row/merge.py)."""
+
+    counts: dict[float, int]
+    total: int          # requests it stands for; above sum(counts): only the lowest latencies are known
+    source: str         # where it came from
+
+
+class ParseError(Exception):
+    """The tool's output could not be turned into metrics."""
