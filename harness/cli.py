@@ -7,9 +7,6 @@ import sys
 from pathlib import Path
 
 from harness import REPO_ROOT, scenarios, targets
-
-from harness.tools import capabilities
-
 from harness.cpus import NO_SPLIT, CpuSplit, choose_split
 from harness.errors import HarnessError
 from harness.network.shaping import SHAPERS
@@ -18,7 +15,7 @@ from harness.store.results import ResultsFolder
 from harness.suite.cleanup import clean_state
 from harness.suite.lock import TESTHOST, acquire, wait_s
 from harness.suite.runner import Plan, run_suite
-from harness.tools import registry
+from harness.tools import capabilities, registry
 
 
 LOCKING_COMMANDS = ("run", "capacity", "clean-state", "build-images")     # the ones that take the machine's lock (harness/suite/lock.py)
@@ -188,11 +185,15 @@ def _capacity(args: argparse.Namespace) -> int:
 
 
 def _rederive(args: argparse.Namespace) -> int:
+    from harness.capacity.run import CAPACITY_JSON, rederive_capacity
     from harness.suite.rederive import rederive
-    rows = rederive(args.folder, registry.discover())
+    adapters = registry.discover()
+    rows = rederive(args.folder, adapters)
     ok = sum(r.status == "ok" for r in rows)
+    searched = rederive_capacity(ResultsFolder(args.folder), adapters)
     print(f"re-derived {len(rows)} runs ({ok} ok) in {args.folder}: runs.csv rewritten "
-          f"(the previous one kept as runs.csv.before-rederive)")
+          f"(the previous one kept as runs.csv.before-rederive)"
+          + (f", and {CAPACITY_JSON} from them ({len(searched)} tools)" if searched is not None else ""))
     return 0
 
 

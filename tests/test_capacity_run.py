@@ -5,6 +5,7 @@ ordinary row, capacity.json holds the result, and --resume on the folder runs no
 gets one line and exit status 2."""
 import json
 import re
+import shutil
 from contextlib import contextmanager
 from types import SimpleNamespace
 
@@ -13,13 +14,13 @@ import pytest
 from conftest import harness
 from fake_runtime import FakeRuntime, FakeTool
 from fake_tool import PACED_CAP_RPS, PACED_LATENCY_MS
-from harness.suite import runner
 from harness.capacity.run import (CAPACITY_JSON, CLOSED_NOTE, SLO_FLOOR_MS, Settings, check_resume, p99_of,
-                                  run_capacity, step_of, summary_line)
+                                  rederive_capacity, run_capacity, step_of, summary_line)
 from harness.cpus import NO_SPLIT
 from harness.errors import HarnessError
 from harness.network.capture import Capture
 from harness.store.results import ResultsFolder, RunRow
+from harness.suite import runner
 from harness.suite.plan import Plan
 
 # From 25 rps doubling: 25 and 50 pass, 100 misses its rate (90 achieved), so the next probe is the
@@ -117,6 +118,32 @@ def test_resume_replays_the_search_from_the_stored_rows_and_runs_nothing(searche
     assert [e["tool"] for e in json.loads((searched["folder"] / CAPACITY_JSON).read_text())] == ["fake-paced", "wrk"]
 
 
+def test_rederive_makes_capacity_json_again_from_the_rows(searched, tmp_path):
+    """capacity.json is derived, not kept: `rederive` replays the search over the stored (re-derived) rows.
+    A hand-edited entry comes back as the rows say; a row that now passes where it failed sends the search
+    to a rate the folder never ran, and the entry keeps its figures and says so."""
+    folder = ResultsFolder(shutil.copytree(searched["folder"], tmp_path / "copy"))
+    stored = json.loads((folder.path / CAPACITY_JSON).read_text())
+    adapters = {PACED.name: PACED, REFERENCE.name: REFERENCE}
+    same = ("max_sustained_rps", "limited_by", "stopped_because", "slo_p99_ms", "rates", "step_results", "criteria")
+    edited = [{**stored[0], "max_sustained_rps": 12345, "limited_by": "edited", "step_results": []},
+              {**stored[1], "closed_loop_rps": 1.0, "status": "edited"}]
+    (folder.path / CAPACITY_JSON).write_text(json.dumps(edited))
+    paced, reference = rederive_capacity(folder, adapters)
+    assert {k: paced[k] for k in same} == {k: stored[0][k] for k in same}
+    assert paced["wall_time_s"] == stored[0]["wall_time_s"] and "rederived" not in paced
+    assert (reference["closed_loop_rps"], reference["status"]) == (stored[1]["closed_loop_rps"], "ok")
+    assert json.loads((folder.path / CAPACITY_JSON).read_text()) == [paced, reference]
+
+    meta = folder.path / "capacity-rate100" / PACED.name / "meta.json"     # the step that missed its rate
+    record = json.loads(meta.read_text())
+    record["row"]["rate_achieved_rps"] = 100.0
+    meta.write_text(json.dumps(record))
+    paced, _ = rederive_capacity(folder, adapters)
+    went = re.search(r"the search goes to capacity-rate(\d+), which this folder did not run", paced.get("rederived", ""))
+    assert went and int(went.group(1)) not in RATES and paced["max_sustained_rps"] == 90, paced.get("rederived")
+
+
 def test_a_resume_with_other_step_settings_is_refused(searched, tmp_path):
     other = Settings(step_s=2, vus=2, start_rps=25, resolution=0.3)
     with pytest.raises(HarnessError, match=r"ran with --vus 2 --step-duration 1; resume with those"):
@@ -173,7 +200,7 @@ def test_the_cpu_split_and_grace_reach_the_capacity_plan(monkeypatch):
     """`capacity` takes `run`'s --cpus-target/--cpus-tool/--no-isolation and --grace: the knee depends on
     the CPUs Nginx and the tool have, and a step's hung tool is killed like any run's."""
     from harness import cli
-    from harness.capacity.search import run as capacity_run
+    from harness.capacity import run as capacity_run
     planned = []
     folder = SimpleNamespace(path="nowhere")
     monkeypatch.setattr(capacity_run, "run_capacity", lambda plan, settings: planned.append(plan) or (folder, []))

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from conftest import FIXTURES, REPO, harness, leftovers, require_root_tools
-from harness.network.capture import MAX_PACKETS, Capture
+from harness.network.capture import MAX_PACKETS, PCAP_NAME, Capture, reparsed
 from harness.network.wire import MAGIC_NS, _summarise_fixed, _summarise_packets, summarise
 from harness.row import wire
 from harness.runtimes.docker import docker_available
@@ -184,6 +184,22 @@ def test_rederive_parses_a_kept_pcap_again(tmp_path):
     wrk = next(r for r in rows_of_folder(folder) if r["tool"] == "wrk")
     assert abs(float(wrk["tool_error_p50_ms"])) < 1, wrk["tool_error_p50_ms"]
     assert "does not time the requests in flight when it stops" in wrk["notes"]
+
+
+def test_rederive_computes_a_rate_runs_schedule_fidelity_again_from_a_kept_pcap():
+    """A capture record that says the run was paced has its fidelity computed again from the kept pcap (a
+    stored one from an older parser is replaced); a record from before the port was stored finds it in its
+    filter."""
+    run_dir = SLOW / "delay0-1000-vu50" / "wrk"
+    stored = json.loads((run_dir / "record.json").read_text())["capture"]
+    assert stored["pcap"] == PCAP_NAME and (run_dir / PCAP_NAME).is_file()
+    paced = {**stored, "paced": {"rate_rps": 500, "schedule": "uniform"}, "fidelity": {"requests": -1}}
+    fidelity = reparsed(paced, run_dir)["fidelity"]
+    assert fidelity["requests"] == reparsed(stored, run_dir)["pairs"] > 0, fidelity
+    assert fidelity["declared_rps"] == 500
+    older = {key: value for key, value in stored.items() if key != "port"}
+    assert reparsed(older, run_dir)["pairs"] == reparsed(stored, run_dir)["pairs"]
+    assert "fidelity" not in reparsed(stored, run_dir)      # a closed-model run has none
 
 
 def rows_of_folder(folder: Path) -> list[dict]:

@@ -7,7 +7,6 @@ import stat
 import pytest
 
 from harness import cli
-
 from harness.errors import HarnessError
 from harness.suite import lock
 

@@ -10,9 +10,9 @@ import pytest
 
 from harness import rtt_probe
 from harness.errors import HarnessError
+from harness.network.shaping import (CALIBRATION_MAX_PROBES, PROBE_SCRIPT, Knob, _calibrate, choose_shaper, measure_rtt,
+                                     measured_rtt, netem_command, netem_limit, probe_rtt)
 from harness.row import rtt_ok
-from harness.network.shaping import (CALIBRATION_MAX_PROBES, PROBE_SCRIPT, Knob, _calibrate, choose_shaper, measure_rtt, measured_rtt, netem_command,
-                             netem_limit, probe_rtt)
 from harness.targets.file_server import Target, target_file_sha256
 
 

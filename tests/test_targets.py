@@ -8,15 +8,11 @@ from types import SimpleNamespace
 import pytest
 
 from harness import targets
-
-from harness.tools import capabilities
-
-from harness.suite import preflight
-
 from harness.errors import HarnessError
 from harness.scenarios import Scenario, load_file
+from harness.suite import preflight
 from harness.targets import Setup
-from harness.tools import registry
+from harness.tools import capabilities, registry
 from harness.tools.output import RunSpec
 
 

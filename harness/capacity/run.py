@@ -15,7 +15,8 @@ it pushed with every connection busy, a reference, not a sustained-rate search.
 its Step comes from its stored row. The search is deterministic given its steps' results, so a
 resumed search replays to where it stopped and goes on from there.
 
-Each tool's result is one entry of capacity.json in the results folder, and one printed line.
+Each tool's result is one entry of capacity.json in the results folder, and one printed line. `rederive`
+makes capacity.json again from the re-derived rows (rederive_capacity): the same replay, every step stored.
 """
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ from harness.capacity.search import Criteria, SearchResult, Step, Verdict, judge
 from harness.errors import HarnessError
 from harness.runtimes import Runtime
 from harness.scenarios import MAX_VUS, Scenario, describe_error
-from harness.store.results import ResultsFolder, RunRow
+from harness.store.results import ResultsFolder, RunRow, read_meta_row
 from harness.suite import preflight
 from harness.suite.plan import Plan
 from harness.suite.runner import Bench, console, opened
@@ -127,15 +128,19 @@ def step_of(row: RunRow, rate_rps: int) -> Step:
 class _Steps:
     """One tool's runs: each an ordinary run and row, or the row a resumed folder finished."""
 
-    def __init__(self, bench: Bench, adapter: ToolAdapter, settings: Settings) -> None:
-        self.bench, self.adapter, self.settings = bench, adapter, settings
+    def __init__(self, bench: Bench, adapter: ToolAdapter, settings: Settings, quiet: bool = False) -> None:
+        self.bench, self.adapter, self.settings, self.quiet = bench, adapter, settings, quiet
         self.resumed = 0
         self.run_dirs: dict[int, str] = {}   # rate -> the step's run folder
 
+    def say(self, text: str, markup: bool = True) -> None:
+        if not self.quiet:
+            console.print(text, markup=markup)
+
     def row(self, scenario: Scenario, label: str) -> RunRow:
         stored = self.bench.stored(scenario.id, self.adapter.name)
-        console.print(f"[bold]{self.adapter.name}[/] {label}: {scenario.id} ({scenario.duration_s} s)"
-                      + (": kept from the resumed folder" if stored is not None else ""))
+        self.say(f"[bold]{self.adapter.name}[/] {label}: {scenario.id} ({scenario.duration_s} s)"
+                 + (": kept from the resumed folder" if stored is not None else ""))
         if stored is not None:
             self.resumed += 1
             return stored
@@ -146,13 +151,13 @@ class _Steps:
         self.run_dirs[rate] = row.run_dir
         step = step_of(row, rate)
         verdict = judge(step, criteria)
-        console.print("   pass" if verdict.passed else f"   fail: {', '.join(verdict.failed)}", markup=False)
+        self.say("   pass" if verdict.passed else f"   fail: {', '.join(verdict.failed)}", markup=False)
         return step
 
 
-def search_tool(bench: Bench, adapter: ToolAdapter, settings: Settings) -> dict:
+def search_tool(bench: Bench, adapter: ToolAdapter, settings: Settings, quiet: bool = False) -> dict:
     """The unloaded step (unless the SLO is given), then the search; capacity.json's entry."""
-    started, steps = time.monotonic(), _Steps(bench, adapter, settings)
+    started, steps = time.monotonic(), _Steps(bench, adapter, settings, quiet)
     entry = {"tool": adapter.name, "kind": "search", "target": settings.target, "vus": settings.vus,
              "step_duration_s": settings.step_s, "slo_p99_ms": settings.slo_p99_ms, "slo_from": "--slo-p99-ms"}
     if settings.slo_p99_ms is None:
@@ -189,10 +194,10 @@ def _step_result(step: Step, verdict: Verdict, run_dir: str | None) -> dict:
             "run_dir": run_dir}
 
 
-def closed_reference(bench: Bench, adapter: ToolAdapter, settings: Settings) -> dict:
+def closed_reference(bench: Bench, adapter: ToolAdapter, settings: Settings, quiet: bool = False) -> dict:
     """One closed-loop run at --vus connections: capacity.json's entry."""
     started = time.monotonic()
-    row = _Steps(bench, adapter, settings).row(settings.scenario(CLOSED_ID.format(vus=settings.vus), None),
+    row = _Steps(bench, adapter, settings, quiet).row(settings.scenario(CLOSED_ID.format(vus=settings.vus), None),
                                                "closed loop")
     return {"tool": adapter.name, "kind": "closed-loop reference", "note": CLOSED_NOTE, "target": settings.target,
             "vus": settings.vus, "step_duration_s": settings.step_s, "closed_loop_rps": row.rps,
@@ -237,3 +242,60 @@ def run_capacity(plan: Plan, settings: Settings, runtime: Runtime | None = None)
             _store(bench.folder, entries)
             console.print(summary_line(entries[-1]), markup=False)   # holds the runs' error text
     return bench.folder, entries
+
+
+class _NotRun(Exception):
+    """The replay asked for a step the folder did not run (its scenario id)."""
+
+
+class _Stored:
+    """A finished folder in the place of the search's bench, for `rederive`: every step is its stored row,
+    nothing runs."""
+
+    def __init__(self, folder: ResultsFolder) -> None:
+        self.folder = folder
+
+    def stored(self, scenario_id: str, tool: str) -> RunRow:
+        run_dir = self.folder.path / scenario_id / tool
+        if not (run_dir / "meta.json").is_file():
+            raise _NotRun(scenario_id)
+        return read_meta_row(run_dir)
+
+    def run(self, scenario: Scenario, adapter: ToolAdapter) -> RunRow:
+        raise _NotRun(scenario.id)
+
+    def cannot_run(self, adapter: ToolAdapter) -> str | None:
+        return None
+
+
+def rederive_capacity(folder: ResultsFolder, adapters: dict[str, ToolAdapter]) -> list[dict] | None:
+    """capacity.json made again from the folder's (re-derived) rows, as a --resume whose every step is stored
+    would make it: the search replayed, nothing run (None: the folder has no capacity.json). An entry whose
+    replay now asks for a step the folder did not run keeps its figures and says so; one that never searched
+    (the tool could not run, its unloaded step failed) stays as it was."""
+    path = folder.path / CAPACITY_JSON
+    if not path.is_file():
+        return None
+    entries = [_rederived(entry, _Stored(folder), adapters[entry["tool"]]) for entry in json.loads(path.read_text())]
+    folder.write_json(CAPACITY_JSON, entries)
+    return entries
+
+
+def _rederived(entry: dict, stored: _Stored, adapter: ToolAdapter) -> dict:
+    if entry["kind"] == "search" and "criteria" not in entry:
+        return entry
+    replay = search_tool if entry["kind"] == "search" else closed_reference
+    try:
+        fresh = replay(stored, adapter, _settings_of(entry), quiet=True)
+    except _NotRun as exc:
+        return {**entry, "rederived": f"kept as stored: with the re-derived rows the search goes to {exc}, "
+                                      f"which this folder did not run (run the search again)"}
+    return {**fresh, **{key: entry[key] for key in ("resumed_steps", "wall_time_s") if key in entry}}
+
+
+def _settings_of(entry: dict) -> Settings:
+    """The settings an entry was searched with, from what it stored."""
+    criteria = entry.get("criteria", {})
+    return Settings(step_s=entry["step_duration_s"], vus=entry["vus"], target=entry["target"],
+                    slo_p99_ms=entry["slo_p99_ms"] if entry.get("slo_from") == "--slo-p99-ms" else None,
+                    **{key: criteria[key] for key in ("resolution", "max_steps", "start_rps") if key in criteria})

@@ -77,6 +77,7 @@ class Capture:
                 "-B", str(KERNEL_BUFFER_KIB), "--time-stamp-precision=nano", "-Z", "root",
                 "-c", str(MAX_PACKETS), "-w", str(self.pcap), bpf_filter(target)]
         self.facts = {"device": session.capture_device, "netns": " ".join(session.generator_netns) or "root",
+                      "port": target.port, **({"paced": {"rate_rps": paced[0], "schedule": paced[1]}} if paced else {}),
                       "filter": argv[-1], "snaplen": SNAPLEN, "max_packets": MAX_PACKETS, "command": argv,
                       "after_netem": (session.shape_netns, session.shape_device) == (session.generator_netns,
                                                                                      session.capture_device)}
@@ -116,7 +117,7 @@ class Capture:
             summary = summarise(self.pcap, self.port)
         except (OSError, ValueError) as exc:
             return {**self.facts, "error": str(exc)}
-        fidelity = self._fidelity() if self.paced else {}
+        fidelity = _fidelity(self.pcap, self.port, self.paced) if self.paced else {}
         pcap_bytes = self.pcap.stat().st_size
         if not self.keep_pcap:
             self.pcap.unlink()
@@ -126,26 +127,37 @@ class Capture:
                 "pcap": self.pcap.name if self.keep_pcap else "deleted after parsing", **summary.describe(),
                 **fidelity}
 
-    def _fidelity(self) -> dict:
-        """{"fidelity": how faithfully the sends kept the declared rate and schedule} (or why not)."""
-        rate, schedule = self.paced
-        try:
-            sent = request_send_times(self.pcap, self.port)
-            return {"fidelity": schedule_fidelity(sent, rate, schedule).describe()}
-        except (OSError, ValueError) as exc:
-            return {"fidelity": {"error": str(exc)}}
+
+def _fidelity(pcap: Path, port: int, paced: tuple[int, str]) -> dict:
+    """{"fidelity": how faithfully the sends kept the declared rate and schedule} (or why not)."""
+    rate, schedule = paced
+    try:
+        return {"fidelity": schedule_fidelity(request_send_times(pcap, port), rate, schedule).describe()}
+    except (OSError, ValueError) as exc:
+        return {"fidelity": {"error": str(exc)}}
 
 
 def reparsed(capture: dict, run_dir: Path) -> dict:
-    """A stored summary with its pairs parsed again from the pcap kept beside it (--keep-pcap), so that
-    `rederive` brings a wire parser fix to old runs; as stored when the pcap was deleted."""
-    pcap, port = run_dir / PCAP_NAME, re.search(r"\bport (\d+)\b", capture.get("filter", ""))
+    """A stored summary with its pairs, and a rate run's schedule fidelity, computed again from the pcap kept
+    beside it (--keep-pcap), so that `rederive` brings a wire parser fix to old runs; as stored when the pcap
+    was deleted."""
+    pcap, port = run_dir / PCAP_NAME, _stored_port(capture)
     if capture.get("pcap") != PCAP_NAME or port is None or not pcap.is_file():
         return capture
+    paced = capture.get("paced")
     try:
-        return {**capture, **summarise(pcap, int(port.group(1))).describe()}
+        return {**capture, **summarise(pcap, port).describe(),
+                **(_fidelity(pcap, port, (paced["rate_rps"], paced["schedule"])) if paced else {})}
     except (OSError, ValueError):
         return capture
+
+
+def _stored_port(capture: dict) -> int | None:
+    """The port the capture recorded; a record written before it kept the port has it only in its filter."""
+    if "port" in capture:
+        return int(capture["port"])
+    found = re.search(r"\bport (\d+)\b", capture.get("filter", ""))
+    return int(found.group(1)) if found else None
 
 
 def _stop(proc: subprocess.Popen) -> None:

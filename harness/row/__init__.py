@@ -16,17 +16,15 @@ import json
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from harness.store.figures import LATENCY_FIELDS, Metrics, below_resolution
-
-from harness.tools.adapter import ToolAdapter
-
 from harness.failure import cause_line, name_the_missing_path
 from harness.row import bottleneck, merge, rate, target, wire
 from harness.row.usage import summarise
 from harness.scenarios import Scenario, rtt_tolerance_ms
+from harness.store.figures import LATENCY_FIELDS, Metrics, below_resolution
 from harness.store.record import SCHEMA_VERSION, Execution, PartRecord, RunRecord, load_execution
 from harness.store.results import COLUMNS, RunRow, withhold_results, write_meta
 from harness.store.stall import StallRecord
+from harness.tools.adapter import ToolAdapter
 from harness.tools.output import LatencyHistogram, RunSpec, ToolOutput
 
 SAMPLE_GAP_WARN_S = 2.5  # top frames further apart than this are reported in the row's notes

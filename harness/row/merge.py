@@ -13,9 +13,8 @@ from collections import Counter
 from dataclasses import fields
 from pathlib import Path
 
-from harness.store.figures import Figures
-
 from harness.stats import histogram_metrics
+from harness.store.figures import Figures
 from harness.tools.output import LatencyHistogram
 
 HISTOGRAM_CSV = "latency-histogram.csv"

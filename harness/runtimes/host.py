@@ -23,10 +23,10 @@ from harness.errors import HarnessError
 from harness.processes import end_process, signals_deferred
 from harness.runtimes.base import Runtime, Session, run, undone_on_error
 from harness.sampling import PidSource
-from harness.targets.file_server import Target
-from harness.tools.adapter import ToolAdapter
 from harness.targets import (FILE_SERVER, Certificate, Setup, Stack, get, make_certificate, stack_facts, stage,
                              version_of)
+from harness.targets.file_server import Target
+from harness.tools.adapter import ToolAdapter
 
 NETNS = f"{PREFIX}-target"
 VETH_HOST, VETH_TARGET = f"{PREFIX}-veth0", f"{PREFIX}-veth1"

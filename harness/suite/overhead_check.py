@@ -19,7 +19,6 @@ import sys
 from pathlib import Path
 
 from harness import REPO_ROOT
-
 from harness.runtimes.docker import DockerRuntime
 from harness.runtimes.host import HostRuntime
 from harness.scenarios import select

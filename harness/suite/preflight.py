@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness import targets
-
 from harness.errors import HarnessError
 from harness.runtimes.ssh import parse_ssh_url
 from harness.store.results import ResultsFolder, read_environment

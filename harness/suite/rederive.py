@@ -1,7 +1,6 @@
 """``python -m harness rederive RESULTS_FOLDER``: runs.csv and every meta.json derived again from the
 raw files the runs stored (harness/row), e.g. after a parser fix, without running anything. A pcap
-kept with --keep-pcap is parsed again (the wire's pairs and percentiles; a rate run's schedule fidelity
-stays as stored).
+kept with --keep-pcap is parsed again (the wire's pairs and percentiles, and a rate run's schedule fidelity).
 
 The rows keep their order; the old runs.csv is kept beside as runs.csv.before-rederive. All or nothing, and
 confined: every run is derived before the first file is written, and every folder a run names must lie

@@ -21,31 +21,25 @@ from rich.console import Console
 from rich.markup import escape
 
 from harness import environment
-
-from harness.tools import capabilities
-
-from harness.tools import openmodel
-
-from harness.suite import preflight
-
 from harness.errors import HarnessError
 from harness.network.capture import MISSING, Capture, tcpdump_missing
+from harness.network.shaping import (ShaperChoice, choose_shaper, loaded_probe, measured_rtt, netem_available,
+                                     proxy_pids, shaped)
 from harness.row import merge, rtt_ok
 from harness.runtimes import Runtime, Session, make_runtime
 from harness.scenarios import Scenario
 from harness.store.record import Execution, PartRecord, RunRecord, split_fields
 from harness.store.results import ResultsFolder, RunRow, read_meta_row
-from harness.suite import stall
+from harness.suite import preflight, stall
 from harness.suite.execution import execute, execute_together, split_evenly
 from harness.suite.lock import acquire, folder_lock, record_folder
 from harness.suite.plan import Plan
 from harness.suite.rederive import derive_stored
-from harness.tools.adapter import ToolAdapter
-from harness.tools.output import RunSpec, ToolOutput
-from harness.network.shaping import (ShaperChoice, choose_shaper, loaded_probe, measured_rtt, netem_available, proxy_pids,
-                             shaped)
 from harness.targets import Setup
 from harness.targets.file_server import Target, ensure_allowed
+from harness.tools import capabilities, openmodel
+from harness.tools.adapter import ToolAdapter
+from harness.tools.output import RunSpec, ToolOutput
 
 # Markup ([bold], [red]) only in the harness's own words: text from outside (a path, an error, a host) is
 # escaped or printed with markup=False, or a `[/x]` in it would raise MarkupError mid-suite.

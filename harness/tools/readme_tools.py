@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 from harness import REPO_ROOT
-
 from harness.tools import capabilities
 from harness.tools.manifest import read_manifest
 from harness.tools.registry import discover

@@ -2,9 +2,7 @@
 import json
 
 from harness.store.figures import Metrics
-
 from harness.tools.adapter import ToolAdapter
-
 from harness.tools.output import RunSpec, ToolOutput
 
 

@@ -9,9 +9,7 @@ import re
 from urllib.parse import urlsplit
 
 from harness.store.figures import Metrics
-
 from harness.tools.adapter import ToolAdapter
-
 from harness.tools.output import ParseError, RunSpec, ToolOutput
 
 TOTAL = re.compile(r"^Total: connections (\d+) requests (\d+) replies (\d+) test-duration ([\d.]+) s", re.M)
