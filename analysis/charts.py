@@ -423,11 +423,6 @@ def with_limits(df: pd.DataFrame) -> pd.DataFrame:
                      limited_by=limits)
 
 
-def short_side(limited_by: str) -> str:
-    """A limited_by without its explanation ("neither", "other processes")."""
-    return limited_by.replace(" (latency or the tool's own limits)", "").replace(" on the machine", "")
-
-
 def bottleneck(df: pd.DataFrame) -> plt.Figure:
     data = with_limits(df)
     fig, facets = _facets(data, f"Who limits the run: each side's CPU as % of its own CPUs (>= {SATURATED:.0%}: "
@@ -443,7 +438,7 @@ def bottleneck(df: pd.DataFrame) -> plt.Figure:
         ax.axvline(SATURATED * 100, color="grey", linestyle="--", linewidth=0.8)
         ok = subset[subset["status"] == OK]     # a killed run's CPU is no figure to scale the axis to
         ax.set_xlim(0, 1.05 * max(100.0, np.nanmax([ok["tool_cpu_share"].max(), ok["target_cpu_share"].max(), 0])))
-        sides = ok.groupby("label")["limited_by"].agg(lambda limits: ", ".join(sorted(set(limits.map(short_side)))))
+        sides = ok.groupby("label")["limited_by"].agg(lambda limits: ", ".join(sorted(set(limits))))
         for y, label in enumerate(labels):    # right of the axes: beside the bars, over none
             ax.text(1.02, y, sides.get(label, ""), transform=ax.get_yaxis_transform(), fontsize=7, va="center",
                     ha="left")

@@ -21,7 +21,8 @@ from typing import get_args, get_type_hints
 import numpy as np
 import pandas as pd
 
-from harness.store.figures import LATENCY_FIELDS
+from harness.row.bottleneck import LEGACY_SIDES
+from harness.store.figures import LATENCY_FIELDS, emptied_columns
 from harness.store.results import RunRow
 
 
@@ -65,6 +66,8 @@ def load_results(*folders: str | Path) -> pd.DataFrame:
         df[column] = df[column].fillna(default) if column in df else default
     if "backend_delay_ms" not in df:
         df["backend_delay_ms"] = None
+    if "limited_by" in df:   # folders written before the codes: their values with the explanation inside
+        df["limited_by"] = df["limited_by"].replace(LEGACY_SIDES)
     if "lat_added_ms" in df:
         # Folders written before --capture existed hold lat_p50 - probe RTT there (could go negative).
         df["lat_added_ms"] = df["lat_added_ms"].where(df.get("wire_p50_ms", pd.Series(dtype=float)).notna())
@@ -92,7 +95,7 @@ def _emptied(row: pd.Series) -> set[str]:
     """The latency columns the harness emptied as below the tool's resolution."""
     named = row.get("lat_below_resolution")
     if isinstance(named, str):
-        return {c.strip() for c in named.split(",")}
+        return set(emptied_columns(named))
     match = EMPTIED.search(row["notes"]) if isinstance(row.get("notes"), str) and pd.isna(named) else None
     return {c.strip() for c in match.group(1).split(",")} if match else set()
 
@@ -109,6 +112,8 @@ def mask_below_resolution(df: pd.DataFrame) -> pd.DataFrame:
         df.loc[below, f"{column}_below_res"] = "< " + shown[below]
         df.loc[at, f"{column}_below_res"] = "~" + shown[at]
         df.loc[at, column] = float("nan")
+    if "limited_by" in df:   # folders written before the codes: their values with the explanation inside
+        df["limited_by"] = df["limited_by"].replace(LEGACY_SIDES)
     if "lat_added_ms" in df:
         df.loc[df["lat_p50_ms"].isna(), "lat_added_ms"] = float("nan")  # p50 - RTT means nothing then
     return df

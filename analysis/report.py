@@ -21,7 +21,7 @@ import pandas as pd
 from jinja2 import Environment, FileSystemLoader
 
 from harness import REPO_ROOT
-from analysis.charts import CHARTS, OK, run_status, runtime_ratios, short_side, spread, with_limits
+from analysis.charts import CHARTS, OK, run_status, runtime_ratios, spread, with_limits
 from analysis.load import NUMERIC, environment, load_results, scenario_order
 from analysis.numbers import number
 from analysis import capacity, scorecard, targets
@@ -65,7 +65,7 @@ def summary_table(df: pd.DataFrame) -> list[dict]:
                "version": ", ".join(sorted({v for v in versions[at] if isinstance(v, str)}))}
         for metric in SUMMARY_METRICS:
             row[metric] = cells[metric].get((key["scenario"], key["label"]), "") or _below_resolution(marks.get(metric), ok)
-        row["limited_by"] = ", ".join(sorted({short_side(v) for v in limits[ok]}))
+        row["limited_by"] = ", ".join(sorted(set(limits[ok])))
         row["rank"], row["tied"] = ranks.get((key["scenario"], key["label"]), ("", []))
         rows.append(row)
     return rows

@@ -39,7 +39,7 @@ def side_by_side(netem: Path, toxiproxy: Path) -> pd.DataFrame:
 
 def _cell(value: float | str) -> str:
     if isinstance(value, str):
-        return value.split(" (")[0]          # "neither (latency or ...)": the first word is enough here
+        return value
     return "-" if pd.isna(value) else f"{value:,.0f}" if abs(value) >= 100 else f"{value:.1f}"
 
 

@@ -139,7 +139,7 @@ def test_busy_cpus_with_an_unsaturated_side_are_named_as_contention():
                  status="ok", cpu_avg_pct=26.0, target_cpu_pct=95.0, cpus_target="0", cpus_tool="1")
     note = contention_note(row, {"tool": 99.0, "target": 97.0}, {"tool": 3.0, "target": 2.0}, split)
     assert note == "CPUs contended: the tool's CPUs 1 were 99% busy: 26% the tool, 3% interrupts, 70% other processes"
-    assert side(False, False, True, 26, 30, 2, note) == "other processes on the machine"
+    assert side(False, False, True, 26, 30, 2, note) == "other processes"
     # Busy with the run's own interrupts (packet work), not with other processes: no contention.
     assert contention_note(row, {"tool": 99.0, "target": 97.0}, {"tool": 70.0, "target": 2.0}, split) == ""
     shared = CpuSplit(available=(0, 1))

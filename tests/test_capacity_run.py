@@ -168,12 +168,14 @@ def test_a_tool_that_cannot_run_is_one_failed_row_and_no_search(tmp_path, monkey
 def test_a_p99_below_the_tools_clock_counts_as_the_clock_step():
     row = RunRow(tool="jmeter", tool_version="5", runtime="host", scenario="capacity-rate100", vus=10, rtt_target_ms=0.1,
                  duration_s=5, status="ok", rate_achieved_rps=100.0, requests=500, errors=None, lat_p99_ms=None,
-                 lat_below_resolution="lat_min_ms,lat_p50_ms,lat_p99_ms", timing_resolution_ms=1.0)
+                 lat_below_resolution='["lat_min_ms", "lat_p50_ms", "lat_p99_ms"]', timing_resolution_ms=1.0)
     assert p99_of(row) == 1.0
     step = step_of(row, 100)
     assert step.rate_target_rps == 100 and step.lat_p99_ms == 1.0 and step.errors == 0 and step.requests == 500
-    row.lat_below_resolution = "lat_min_ms"
+    row.lat_below_resolution = '["lat_min_ms"]'
     assert p99_of(row) is None                                                  # not reported: no bound
+    row.lat_below_resolution = "lat_min_ms,lat_p99_ms"                           # a folder from before the JSON list
+    assert p99_of(row) == 1.0
 
 
 CASES = {

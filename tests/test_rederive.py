@@ -16,7 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from harness.row.bottleneck import LEGACY_SIDES
 from harness.row.usage import growth, resident
+from harness.store.figures import emptied_cell, emptied_columns
 from harness.store.results import _cell
 from harness.store.samples import read_csv
 
@@ -56,12 +58,19 @@ def grown(run_dir: str, samples: str = "samples.csv") -> float | None:
                    if resident(f) and (window is None or window[0] <= f.t_s <= window[1])])
 
 
+def recoded(row: dict) -> dict:
+    """Issue 36: limited_by is a code (the explanation left out), lat_below_resolution a JSON list."""
+    return {"limited_by": LEGACY_SIDES.get(row["limited_by"], row["limited_by"]),
+            "lat_below_resolution": emptied_cell(emptied_columns(row["lat_below_resolution"]))}
+
+
 def added(run_dir: str) -> dict:
-    """The added, retired and corrected columns' values a re-derivation of STORED/run_dir gives."""
-    usage = json.loads((STORED / run_dir / "meta.json").read_text()).get("target_usage", {})
+    """The added, retired, corrected and recoded columns' values a re-derivation of STORED/run_dir gives."""
+    meta = json.loads((STORED / run_dir / "meta.json").read_text())
+    usage = meta.get("target_usage", {})
     return {**dict.fromkeys(ADDED_SINCE), **SETUP_DEFAULTS,
             "shaper_cpu_pct": usage.get("toxiproxy", {}).get("cpu_avg_pct"), "mem_growth_mb_per_s": grown(run_dir),
-            **RETIRED, **CORRECTED.get(run_dir, {})}
+            **RETIRED, **CORRECTED.get(run_dir, {}), **recoded(meta["row"])}
 
 
 def stored_runs_csv() -> bytes:

@@ -30,6 +30,7 @@ from harness.capacity.search import Criteria, SearchResult, Step, Verdict, judge
 from harness.errors import HarnessError
 from harness.runtimes import Runtime
 from harness.scenarios import MAX_VUS, Scenario, describe_error
+from harness.store.figures import emptied_columns
 from harness.store.results import ResultsFolder, RunRow, read_meta_row
 from harness.suite import preflight
 from harness.suite.plan import Plan
@@ -113,7 +114,7 @@ def check_resume(folder: ResultsFolder, settings: Settings) -> None:
 def p99_of(row: RunRow) -> float | None:
     """The row's p99; one below the tool's timing resolution (emptied in the row, lat_below_resolution)
     counts as the resolution itself: an upper bound, not a missing figure."""
-    if row.lat_p99_ms is None and "lat_p99_ms" in (row.lat_below_resolution or "").split(","):
+    if row.lat_p99_ms is None and "lat_p99_ms" in emptied_columns(row.lat_below_resolution):
         return row.timing_resolution_ms
     return row.lat_p99_ms
 

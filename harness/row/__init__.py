@@ -20,7 +20,7 @@ from harness.failure import cause_line, name_the_missing_path
 from harness.row import bottleneck, merge, rate, target, wire
 from harness.row.usage import summarise
 from harness.scenarios import Scenario, rtt_tolerance_ms
-from harness.store.figures import LATENCY_FIELDS, Metrics, below_resolution
+from harness.store.figures import LATENCY_FIELDS, Metrics, below_resolution, emptied_cell
 from harness.store.record import SCHEMA_VERSION, Execution, PartRecord, RunRecord, load_execution
 from harness.store.results import COLUMNS, RunRow, withhold_results, write_meta
 from harness.store.stall import StallRecord
@@ -167,8 +167,8 @@ def _figures(row: RunRow, adapter: ToolAdapter, output: ToolOutput, execution: E
         raw = adapter.parse(output)
         shown = {name: getattr(raw, name) for name in LATENCY_FIELDS}
         metrics = below_resolution(raw, adapter.timing_resolution_ms)
-        row.lat_below_resolution = ",".join(n for n in LATENCY_FIELDS if shown[n] is not None
-                                            and getattr(metrics, n) is None) or None
+        row.lat_below_resolution = emptied_cell([n for n in LATENCY_FIELDS if shown[n] is not None
+                                                 and getattr(metrics, n) is None])
     except Exception as exc:  # noqa: BLE001 - any parser failure is the run's failure, not the suite's
         metrics, row.error = None, (f"could not parse {adapter.name}'s output in {output.spec.out_dir}: "
                                     f"{type(exc).__name__}: {exc} (its stderr: {cause_line(execution.stderr)})")

@@ -23,6 +23,17 @@ from harness.store.record import Execution
 from harness.store.results import RunRow
 
 SATURATED = 0.9    # share of a side's CPUs, averaged over the load window
+# The limited_by codes and what each means (the README's column table; the report shows the code).
+SIDES = {"tool": "the tool's CPUs saturated", "target": "the target's CPUs saturated",
+         "tool and target": "both sides' CPUs saturated",
+         "shaper": "the shaped path (Toxiproxy) was slower under the load and the run fell short of VUs / RTT",
+         "shared CPUs": "no isolation: tool and target together saturated every CPU",
+         "other processes": "other processes on the machine took the sides' CPUs (CPUs contended)",
+         "neither": "neither side saturated: the RTT, or the tool's own limits (e.g. one thread)",
+         "not measured": "no CPU samples", "n/a": "the run did not end ok"}
+# The values folders written before the codes held, for the report to read them as codes.
+LEGACY_SIDES = {"other processes on the machine": "other processes",
+                "neither (latency or the tool's own limits)": "neither"}
 CONTENDED = "CPUs contended"   # the note's opening words
 
 
@@ -39,7 +50,7 @@ def req_per_cpu_s(requests: int | None, cpu_pct: float | None, window_s: float |
 
 
 def limited_by(row: RunRow, all_cpus: int, contended: bool = False) -> str:
-    """Which side limited the run, in a few words (the row's limited_by column)."""
+    """Which side limited the run: a code of SIDES (the row's limited_by column)."""
     if row.status != "ok":
         return "n/a"
     return side(row.tool_saturated, row.target_saturated, bool(row.cpus_tool), row.cpu_avg_pct,
@@ -63,8 +74,8 @@ def side(tool_saturated: bool | None, target_saturated: bool | None, isolated: b
             and cpu_pct + target_cpu_pct >= SATURATED * 100 * all_cpus:
         return "shared CPUs"
     if contended:
-        return "other processes on the machine"
-    return "neither (latency or the tool's own limits)"
+        return "other processes"
+    return "neither"
 
 
 def fill_shaper(row: RunRow, under_load: dict | None, duration_s: float) -> dict:

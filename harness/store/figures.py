@@ -2,6 +2,7 @@
 harness/store/results.py RunRow), and what a tool's parse() returns: Metrics."""
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -57,3 +58,16 @@ def below_resolution(metrics: Metrics, resolution_ms: float) -> Metrics:
     if hidden:
         metrics.notes.append(BELOW_RESOLUTION.format(resolution=resolution_ms, columns=", ".join(hidden)))
     return metrics
+
+
+def emptied_cell(columns: list[str]) -> str | None:
+    """The lat_below_resolution cell: the emptied columns as a JSON list (None: none emptied)."""
+    return json.dumps(columns) if columns else None
+
+
+def emptied_columns(cell: str | None) -> list[str]:
+    """The columns a lat_below_resolution cell names; a folder written before the JSON list holds them
+    comma-separated."""
+    if not cell:
+        return []
+    return json.loads(cell) if cell.startswith("[") else [name.strip() for name in cell.split(",")]

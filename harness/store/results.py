@@ -94,11 +94,11 @@ class RunRow(Figures, RunSetup):
     # Several generator hosts (issue 14): harness/row/merge.py.
     generators: int = column("generator hosts whose parts make this row (1: one tool process; more: merged)", 1)
     # Structured where notes used to be parsed (issue 22): harness/row.
-    limited_by: str | None = column("which side limited the run: tool, target, tool and target, shaper, shared CPUs, "
-                                    "other processes on the machine, neither (latency or the tool's own limits), "
-                                    "not measured")
+    limited_by: str | None = column("which side limited the run, a code: tool, target, tool and target, shaper, shared "
+                                    "CPUs, other processes (on the machine), neither (the RTT or the tool's own "
+                                    "limits), not measured, n/a (README: Who is the bottleneck)")
     lat_below_resolution: str | None = column("latency columns emptied because they were below the tool's timing "
-                                              "resolution (comma-separated)")
+                                              "resolution, a JSON list")
     mem_baseline_mb: float | None = column("empty since 2026-11-27 (see mem_per_vu_kb); before, the tool's RSS in a 1-VU "
                                            "run of the same suite, MiB")
     wire_connect_ms: float | None = column("median TCP handshake on the wire (client SYN to server SYN-ACK), ms: ~ the "
