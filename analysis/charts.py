@@ -37,15 +37,25 @@ STATUS_COLORS = {"failed": "tab:red", "timeout": "tab:red", "unsupported": "dimg
 
 def run_status(statuses: Iterable[object]) -> str:
     """"ok" when any repetition ran ok, else how they ended ("failed", "timeout, failed"); NaN is no status."""
-    seen = {s for s in statuses if isinstance(s, str)}
-    if OK in seen:
-        return OK
-    return ", ".join(sorted(seen, key=lambda s: STATUSES.index(s) if s in STATUSES else len(STATUSES)))
+    seen = _ordered(statuses)
+    return OK if OK in seen else ", ".join(seen)
+
+
+def _ordered(statuses: Iterable[object]) -> list[str]:
+    return sorted({s for s in statuses if isinstance(s, str)},
+                  key=lambda s: STATUSES.index(s) if s in STATUSES else len(STATUSES))
+
+
+def _colour(statuses: Iterable[object]) -> str:
+    """The colour of a row's status mark (drawn where it has no ok run): its first status's."""
+    seen = _ordered(statuses)
+    return STATUS_COLORS.get(seen[0], "tab:red") if seen else "tab:red"
 
 
 def spread(df: pd.DataFrame, metric: str) -> pd.DataFrame:
     """Per (scenario, label), over its ok repetitions: the median of ``metric``, its 95% bootstrap interval
-    (``low``, ``high``; NaN for one run), ``n``, ``cv``, and ``status`` (run_status). A figure flagged "not
+    (``low``, ``high``; NaN for one run), ``n``, ``cv``, ``status`` (run_status) and the ``colour`` its mark
+    takes. A figure flagged "not
     measurable here" (analysis/uncertainty.py: too few requests for the percentile, CV over the limit) has
     no median and the flag as its status; a (scenario, label) without an ok run is kept, with NaN figures."""
     rows = []
@@ -59,14 +69,14 @@ def spread(df: pd.DataFrame, metric: str) -> pd.DataFrame:
     for (scenario, label), at in sorted(groups.items()):
         mine = at[ok[at]]
         found = estimate(values[mine].tolist(), metric, [] if requests is None else requests[mine].tolist())
-        status = run_status(statuses[at])
+        status, colour = run_status(statuses[at]), _colour(statuses[at])
         if found.flag and status == OK:
-            status = found.flag
+            status, colour = found.flag, STATUS_COLORS[FLAGGED]
         rows.append({"scenario": scenario, "label": label, "median": found.median if found.usable else np.nan,
                      "low": np.nan if found.low is None else found.low,
                      "high": np.nan if found.high is None else found.high,
-                     "n": found.n, "cv": found.cv, "status": status})
-    return pd.DataFrame(rows, columns=["scenario", "label", "median", "low", "high", "n", "cv", "status"])
+                     "n": found.n, "cv": found.cv, "status": status, "colour": colour})
+    return pd.DataFrame(rows, columns=["scenario", "label", "median", "low", "high", "n", "cv", "status", "colour"])
 
 
 def by_scenario(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
@@ -188,7 +198,7 @@ def _bars(ax: plt.Axes, stats: pd.DataFrame, labels: list[str], color: str = "ta
     ax.barh(y, stats["median"], height=height, color=color, label=name,
             xerr=[low.fillna(0), high.fillna(0)], error_kw={"elinewidth": 0.8, "capsize": 2})
     _rows(ax, labels)
-    _mark_not_ok(ax, stats["status"])
+    _mark_not_ok(ax, stats)
 
 
 def _rows(ax: plt.Axes, labels: list[str]) -> None:
@@ -197,16 +207,16 @@ def _rows(ax: plt.Axes, labels: list[str]) -> None:
     ax.set_ylim(len(labels) - 0.5, -0.5)
 
 
-def _mark_not_ok(ax: plt.Axes, status: pd.Series) -> None:
-    """Writes the status of each row (label) that has no ok run where its bar would be: without it the
-    gap would read as "not reported". Once per row, however many bars a row holds."""
+def _mark_not_ok(ax: plt.Axes, stats: pd.DataFrame) -> None:
+    """Writes the status of each row (label) that has no ok run where its bar would be, in its colour (spread):
+    without it the gap would read as "not reported". Once per row, however many bars a row holds."""
     marked = {t.get_position()[1] for t in ax.texts if t.get_gid() == "status"}
-    for y, text in enumerate(status):
+    for y, (text, colour) in enumerate(zip(stats["status"], stats["colour"])):
         if not isinstance(text, str) or text == OK or y in marked:
             continue
         # x in axes fraction: the mark stays at the axis' left on a log scale, where x=0 does not exist
         ax.text(0.01, y, text, transform=ax.get_yaxis_transform(), gid="status", fontsize=7, fontstyle="italic",
-                va="center", ha="left", color=STATUS_COLORS.get(text.split(",")[0].split(":")[0], "tab:red"))
+                va="center", ha="left", color=colour)
 
 
 def rps(df: pd.DataFrame) -> plt.Figure:
@@ -243,7 +253,7 @@ def latency(df: pd.DataFrame) -> plt.Figure:
             stats = spreads[metric][scenario].set_index("label").reindex(labels)
             ax.scatter(stats["median"], np.arange(len(labels)), marker=marker, s=18, label=name)
         _rows(ax, labels)
-        _mark_not_ok(ax, stats["status"])
+        _mark_not_ok(ax, stats)
         rtt = rtts[scenario]
         ax.axvline(rtt, color="grey", linestyle="--", linewidth=0.8, label="target RTT")
         ax.set_title(f"{scenario} (RTT {rtt:g} ms)", fontsize=9, y=TITLE_Y)
@@ -387,14 +397,20 @@ def docker_vs_host(df: pd.DataFrame) -> plt.Figure | None:
     return fig
 
 
-def _runtime_status(runs: pd.DataFrame) -> pd.Series:
-    """Per tool run in both runtimes: ok, or which runtime had no ok run and how it ended ("failed (docker)")."""
-    by_runtime = runs.groupby(["tool", "runtime"])["status"].agg(run_status).unstack("runtime")
+def _runtime_status(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per tool run in both runtimes: ``status``, ok or which runtime had no ok run and how it ended ("failed
+    (docker)"), and the ``colour`` of its mark (the first such runtime's)."""
+    grouped = runs.groupby(["tool", "runtime"])["status"]
+    by_runtime, colours = (grouped.agg(how).unstack("runtime") for how in (run_status, _colour))
     if not {"docker", "host"} <= set(by_runtime.columns):
-        return pd.Series(dtype=object)
+        return pd.DataFrame(columns=["status", "colour"])
     both = by_runtime[["docker", "host"]].dropna()
-    return pd.Series(["; ".join(f"{status} ({runtime})" for runtime, status in row.items() if status != OK) or OK
-                      for _, row in both.iterrows()], index=both.index, dtype=object)
+    rows = []
+    for tool, row in both.iterrows():
+        failed = [(runtime, status) for runtime, status in row.items() if status != OK]
+        rows.append({"status": "; ".join(f"{status} ({runtime})" for runtime, status in failed) or OK,
+                     "colour": colours.loc[tool, failed[0][0]] if failed else ""})
+    return pd.DataFrame(rows, index=both.index, columns=["status", "colour"])
 
 
 def _bool(value: object) -> bool | None:
@@ -464,6 +480,7 @@ def mem_per_vu(df: pd.DataFrame) -> plt.Figure:
     each = [found.get(label, none) for label in labels]
     stats = pd.DataFrame({"label": labels,
                           "status": [OK if s.kib_per_vu is not None else f"{NOT_MEASURABLE}: {s.why_none}" for s in each],
+                          "colour": STATUS_COLORS[NOT_MEASURABLE],
                           "median": [s.kib_per_vu for s in each], "low": [s.low for s in each],
                           "high": [s.high for s in each]}).astype({"median": float, "low": float, "high": float})
     _bars(ax, stats, labels, color="tab:purple")

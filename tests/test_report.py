@@ -294,6 +294,15 @@ def test_the_memory_chart_names_its_runtimes():
     assert title.endswith("runtime: docker, host") and "average and peak" in title
 
 
+def test_a_status_marks_colour_comes_from_the_runs_statuses_not_from_its_text():
+    """red for a failed or timed-out row, grey for an unsupported one or a flagged figure (spread's colour)."""
+    from analysis.charts import spread
+    rows = [{"scenario": "s", "label": label, "status": status, "rps": 1.0, "requests": 10}
+            for label, status in (("a", "timeout"), ("a", "unsupported"), ("b", "unsupported"), ("c", "ok"))]
+    colours = spread(pd.DataFrame(rows), "rps").set_index("label")["colour"]
+    assert (colours["a"], colours["b"]) == ("tab:red", "dimgrey")
+
+
 def test_the_memory_per_vu_chart_draws_each_slope_and_says_why_a_tool_has_none():
     from analysis.charts import NOT_MEASURABLE, mem_per_vu
     base = {"status": "ok", "rtt_target_ms": 50, "target": "nginx", "keepalive": True, "tls": False,
