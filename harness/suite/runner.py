@@ -30,6 +30,7 @@ from harness.runtimes import Runtime, Session, make_runtime
 from harness.scenarios import Scenario
 from harness.store.record import Execution, PartRecord, RunRecord, split_fields
 from harness.store.results import ResultsFolder, RunRow, read_meta_row
+from harness.store.stall import StallRecord
 from harness.suite import preflight, stall
 from harness.suite.execution import execute, execute_together, split_evenly
 from harness.suite.lock import acquire, folder_lock, record_folder
@@ -159,28 +160,8 @@ def _execute(record: RunRecord, sessions: list[Session], adapter: ToolAdapter, s
         for part, spec in zip(record.parts, specs):
             part.command = adapter.command(spec)
         before = targets[0].counters()
-        session = sessions[0]
         with phases.timed("load"):
-            with stall.injected(session.target_pids, scenario.stall_at_s, scenario.stall_ms,
-                                session.remote_freeze) as stalled:
-                if several:   # the wire capture records one generator's link: not here yet
-                    executions = execute_together([(s, p.command, spec.out_dir) for s, p, spec
-                                                   in zip(sessions, record.parts, specs)],
-                                                  scenario.duration_s + record.grace_s, adapter.sampled_process,
-                                                  OVERTIME_GRACES * record.grace_s)
-                else:
-                    others = {"nginx": session.target_pids,
-                              **({"proxy": session.proxy_pids} if session.proxy_pids() else {}),
-                              **({"toxiproxy": proxy_pids} if record.shaper == "toxiproxy" and session.proxy_beside_target
-                                 else {})}
-                    paced = (rate, adapter.rate_schedule) if rate else None
-                    with capture.recording(session, targets[0], run_dir, paced), \
-                            loaded_probe(session, targets[0], record.shaper, scenario.rtt_ms,
-                                         scenario.duration_s) as under_load:
-                        executions = [execute(session, record.parts[0].command, run_dir,
-                                              scenario.duration_s + record.grace_s, adapter.sampled_process, others,
-                                              OVERTIME_GRACES * record.grace_s)]
-                    record.shaper_load = under_load
+            executions, stalled = _load(record, sessions, adapter, scenario, run_dir, capture, targets[0], specs, rate)
         # stub_status counts its own request and connection: `after` includes one of each beyond `before`.
         after = targets[0].counters()
         record.server_requests = after.requests - before.requests - 1
@@ -193,6 +174,27 @@ def _execute(record: RunRecord, sessions: list[Session], adapter: ToolAdapter, s
             elif several and execution.exit_code == 0 and not execution.timed_out:
                 part.histogram = _store_histogram(adapter, spec, execution)
     return executions
+
+
+def _load(record: RunRecord, sessions: list[Session], adapter: ToolAdapter, scenario: Scenario, run_dir: Path,
+          capture: Capture, target: Target, specs: list[RunSpec], rate: int | None
+          ) -> tuple[list[Execution | BaseException], StallRecord | None]:
+    """The tool on every generator at once, with the stall injected where the scenario asks; one generator's
+    run is also captured and probed under the load (the shaper's RTT)."""
+    session, deadline_s, overtime_s = sessions[0], scenario.duration_s + record.grace_s, OVERTIME_GRACES * record.grace_s
+    with stall.injected(session.target_pids, scenario.stall_at_s, scenario.stall_ms, session.remote_freeze) as stalled:
+        if len(sessions) > 1:   # the wire capture records one generator's link: not here yet
+            return execute_together([(s, p.command, spec.out_dir) for s, p, spec in zip(sessions, record.parts, specs)],
+                                    deadline_s, adapter.sampled_process, overtime_s), stalled
+        others = {"nginx": session.target_pids, **({"proxy": session.proxy_pids} if session.proxy_pids() else {}),
+                  **({"toxiproxy": proxy_pids} if record.shaper == "toxiproxy" and session.proxy_beside_target else {})}
+        paced = (rate, adapter.rate_schedule) if rate else None
+        with capture.recording(session, target, run_dir, paced), \
+                loaded_probe(session, target, record.shaper, scenario.rtt_ms, scenario.duration_s) as under_load:
+            executions = [execute(session, record.parts[0].command, run_dir, deadline_s, adapter.sampled_process,
+                                  others, overtime_s)]
+        record.shaper_load = under_load
+    return executions, stalled
 
 
 def _store_histogram(adapter: ToolAdapter, spec: RunSpec, execution: Execution) -> dict | None:

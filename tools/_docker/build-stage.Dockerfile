@@ -1,6 +1,6 @@
 # The generator image of a tool that needs a toolchain to install but not to run (install kinds go,
 # cargo, npm, maven): its install.sh, the host's own recipe, runs in a build stage and the image holds
-# only what it installed. Build context: tools/; build args from the tool's manifest (harness/tools/adapter.py
+# only what it installed. Build context: tools/; build args from the tool's manifest (harness/runtimes/images.py
 # docker_build): TOOL, its folder; INSTALLED, the path copied into the image; RUNTIME_PACKAGES, extra
 # Debian packages the tool runs with (a JRE); TOOLCHAIN, a tools/_lib/ script fetching the kind's toolchain.
 ARG BASE_IMAGE=debian:bookworm-slim

@@ -1,6 +1,6 @@
 # The generator image of a tool installed in the image itself (install kinds apt and pip): its install.sh,
 # the host's own recipe, runs here. Build context: tools/; build args from the tool's manifest
-# (harness/tools/adapter.py docker_build): TOOL, its folder; RUNTIME_PACKAGES, extra Debian packages.
+# (harness/runtimes/images.py docker_build): TOOL, its folder; RUNTIME_PACKAGES, extra Debian packages.
 ARG BASE_IMAGE=debian:bookworm-slim
 FROM ${BASE_IMAGE}
 # The same first layer in every generator image (both shared Dockerfiles, before any build arg): Docker's

@@ -1,7 +1,5 @@
 """Test-only tool: starts, prints a little, then dies of SIGSEGV-like crash (exit 139)."""
-from harness.store.figures import Metrics
-from harness.tools.adapter import ToolAdapter
-from harness.tools.output import RunSpec, ToolOutput
+from harness.tools import Metrics, RunSpec, ToolAdapter, ToolOutput
 
 
 class Crash(ToolAdapter):

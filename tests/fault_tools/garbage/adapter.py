@@ -1,9 +1,7 @@
 """Test-only tool: exits 0 but prints output its parser cannot read."""
 import json
 
-from harness.store.figures import Metrics
-from harness.tools.adapter import ToolAdapter
-from harness.tools.output import RunSpec, ToolOutput
+from harness.tools import Metrics, RunSpec, ToolAdapter, ToolOutput
 
 
 class Garbage(ToolAdapter):

@@ -1,7 +1,5 @@
 """Test-only tool: ignores its duration and SIGTERM, so only the harness's deadline ends it."""
-from harness.store.figures import Metrics
-from harness.tools.adapter import ToolAdapter
-from harness.tools.output import RunSpec, ToolOutput
+from harness.tools import Metrics, RunSpec, ToolAdapter, ToolOutput
 
 
 class Hang(ToolAdapter):

@@ -8,9 +8,7 @@ SIGINT and exits 0, so the run is ok. Memory and CPU count httperf alone (sample
 import re
 from urllib.parse import urlsplit
 
-from harness.store.figures import Metrics
-from harness.tools.adapter import ToolAdapter
-from harness.tools.output import ParseError, RunSpec, ToolOutput
+from harness.tools import Metrics, ParseError, RunSpec, ToolAdapter, ToolOutput
 
 TOTAL = re.compile(r"^Total: connections (\d+) requests (\d+) replies (\d+) test-duration ([\d.]+) s", re.M)
 REPLY_TIME = re.compile(r"^Reply time \[ms\]: response ([\d.]+) transfer ([\d.]+)", re.M)
