@@ -129,7 +129,7 @@ def step_of(row: RunRow, rate_rps: int) -> Step:
 class _Steps:
     """One tool's runs: each an ordinary run and row, or the row a resumed folder finished."""
 
-    def __init__(self, bench: Bench, adapter: ToolAdapter, settings: Settings, quiet: bool = False) -> None:
+    def __init__(self, bench: Bench | _Stored, adapter: ToolAdapter, settings: Settings, quiet: bool = False) -> None:
         self.bench, self.adapter, self.settings, self.quiet = bench, adapter, settings, quiet
         self.resumed = 0
         self.run_dirs: dict[int, str] = {}   # rate -> the step's run folder
@@ -156,7 +156,7 @@ class _Steps:
         return step
 
 
-def search_tool(bench: Bench, adapter: ToolAdapter, settings: Settings, quiet: bool = False) -> dict:
+def search_tool(bench: Bench | _Stored, adapter: ToolAdapter, settings: Settings, quiet: bool = False) -> dict:
     """The unloaded step (unless the SLO is given), then the search; capacity.json's entry."""
     started, steps = time.monotonic(), _Steps(bench, adapter, settings, quiet)
     entry = {"tool": adapter.name, "kind": "search", "target": settings.target, "vus": settings.vus,
@@ -195,7 +195,7 @@ def _step_result(step: Step, verdict: Verdict, run_dir: str | None) -> dict:
             "run_dir": run_dir}
 
 
-def closed_reference(bench: Bench, adapter: ToolAdapter, settings: Settings, quiet: bool = False) -> dict:
+def closed_reference(bench: Bench | _Stored, adapter: ToolAdapter, settings: Settings, quiet: bool = False) -> dict:
     """One closed-loop run at --vus connections: capacity.json's entry."""
     started = time.monotonic()
     row = _Steps(bench, adapter, settings, quiet).row(settings.scenario(CLOSED_ID.format(vus=settings.vus), None),
@@ -250,8 +250,8 @@ class _NotRun(Exception):
 
 
 class _Stored:
-    """A finished folder in the place of the search's bench, for `rederive`: every step is its stored row,
-    nothing runs."""
+    """A finished folder in the place of the search's Bench (the three methods the search calls), for `rederive`:
+    every step is its stored row, nothing runs."""
 
     def __init__(self, folder: ResultsFolder) -> None:
         self.folder = folder
