@@ -86,12 +86,12 @@ if [ -n "$compiled" ]; then
   # (harness/runtimes/docker.py, COMPILE_LOCK), after every other image.
   exec 9>/var/lock/lth-compile.lock
   flock 9
-  # The Go tools and the cargo tools in two streams side by side: each stream's downloads and single-threaded
-  # steps (links, a crate that others wait for) leave a core idle that the other fills.
+  # The Go tools and the cargo tools in two streams side by side (their downloads overlap); the subshell fails
+  # (set -e) when either stream does.
   install_each() { for folder in "$@"; do "$folder/install.sh" || { echo "deps: installing $(basename "$folder") failed" >&2; return 1; }; done; }
   ( install_each $(of_kind go) & go_stream=$!
-    install_each $(of_kind cargo); cargo_status=$?
-    wait $go_stream && exit $cargo_status
+    install_each $(of_kind cargo)
+    wait $go_stream
   ) >"$compile_log" 2>&1 &
   compile_pid=$!
   exec 9>&-
@@ -117,7 +117,8 @@ fi
 
 # BUILD_IMAGES=1 (make test): the Docker images of the selected tools are built now, in the background, beside
 # the installs and the compiles (the compiled tools' images wait for their binaries), instead of by the suite's
-# first Docker run after them: on a fresh machine ~10 min of builds that mostly wait on the network.
+# first Docker run after them. On a fresh 2-core machine this took installs + images from 19.0 + ~13.5 min to
+# 27.6 (tests/README.md "Ninth pass"): the builds share the compiles' CPUs, so they overlap only in part.
 images_pid=""
 images_log=/var/log/lth-deps-images.log
 if [ "${BUILD_IMAGES:-0}" = 1 ] && [ "$NEED_DOCKER" = 1 ]; then
