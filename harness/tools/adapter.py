@@ -22,7 +22,8 @@ class ToolAdapter(ABC):
     name: str                         # the tool id in TOOLS= and in results
     # Arguments that make the manifest's binary print its version (see version_command).
     version_args: ClassVar[list[str]] = ["--version"]
-    # One line on how VUs map to the tool's knobs, shown by `list-tools` and kept in meta.json.
+    # One line on how VUs map to the tool's knobs, shown by `list-tools`, kept in meta.json and written in the
+    # README's tool table (harness/tools/readme_tools.py): the one place a tool says it.
     concurrency_model: ClassVar[str]
     # The smallest latency step the tool's output can express, in ms: 0.001 for µs, 1 for whole-ms
     # tools. A latency below it reads 0 and is left empty (see below_resolution).

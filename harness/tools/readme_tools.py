@@ -1,5 +1,5 @@
-"""The README's tool table, generated from the manifests (tools/<id>/tool.toml) so that a version
-lives in one place: ``python -m harness.tools.readme_tools`` (``make readme-tools``) rewrites the table in
+"""The README's tool table, generated from the manifests (tools/<id>/tool.toml: version, origin, figures)
+and the adapters (their concurrency_model), so that what a tool declares lives in one place: ``python -m harness.tools.readme_tools`` (``make readme-tools``) rewrites the table in
 README.md; tests/tools/test_manifests.py fails when README and manifests disagree."""
 from __future__ import annotations
 
@@ -30,8 +30,16 @@ def tool_table() -> str:
         names = ", ".join(f"`{a.name}`" for a in variants)
         features = " | ".join(_capability(variants, feature) for feature in capabilities.FEATURES)
         rows.append(f"| {names} | {manifest['version']} ({manifest['origin']}) "
-                    f"| {manifest['concurrency']} | {manifest['figures']} | {features} |\n")
+                    f"| {_concurrency(variants)} | {manifest['figures']} | {features} |\n")
     return HEADER + "".join(rows)
+
+
+def _concurrency(variants: list) -> str:
+    """The adapters' concurrency_model (the one meta.json keeps), per variant where they differ."""
+    models = {a.name: a.concurrency_model for a in variants}
+    if len(set(models.values())) == 1:
+        return next(iter(models.values()))
+    return "; ".join(f"`{name}`: {model}" for name, model in models.items())
 
 
 def _capability(variants: list, feature: str) -> str:

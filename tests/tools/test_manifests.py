@@ -34,7 +34,7 @@ def test_the_readme_table_names_every_tool_id():
 def test_every_tool_folder_has_a_manifest(folder: Path):
     manifest = read_manifest(folder)
     assert manifest["kind"] in KINDS
-    assert {"version", "origin", "package", "binary", "concurrency", "figures"} <= set(manifest)
+    assert {"version", "origin", "package", "binary", "figures"} <= set(manifest)
     assert ("home" in manifest) == (manifest["kind"] in HOME_KINDS)
 
 

@@ -21,7 +21,7 @@ if ! stamped "$HOME_DIR"; then
   rm -rf "$HOME_DIR" && mkdir -p "$HOME_DIR/wrap"
   work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
   cp "$HERE/pom.xml" "$work/"
-  mvn -q -B -f "$work/pom.xml" -Dmaven.repo.local="${LTH_M2:-/opt/lth/m2}" \
+  mvn -q -B -f "$work/pom.xml" -Dmaven.repo.local="${LTH_M2_REPO:-/opt/lth/m2}" \
     dependency:copy-dependencies -DoutputDirectory="$HOME_DIR/lib"
   javac --release 11 -cp "$HOME_DIR/lib/*" -d "$HOME_DIR/wrap" "$HERE/LthGrinder.java" "$HERE/LthQuietRequests.java"
   cp "$HERE/logback-worker.xml" "$HOME_DIR/wrap/"
