@@ -26,6 +26,7 @@ MAX_STALL_MS = 600_000
 
 
 MAX_DELAY_MS = 60_000
+MAX_STREAMS = 1000
 
 
 RATE_TOLERANCE = 0.05   # a tool achieving less than 95% of the target rate is flagged rate_ok=false
@@ -70,6 +71,10 @@ class Scenario(BaseModel):
     keepalive: bool = Field(default=True, strict=True)
     tls: bool = Field(default=False, strict=True)
     backend_delay_ms: str | None = None
+    # Issue 38: the HTTP version the tools speak (README "HTTP/2"): h2 over TLS (ALPN), h2c cleartext with prior
+    # knowledge. VUs stay the requests in flight: connections = vus / streams, each with `streams` at a time.
+    protocol: Literal["http/1.1", "h2", "h2c", "h3"] = "http/1.1"
+    streams: int = Field(default=1, gt=0, le=MAX_STREAMS, strict=True)
 
     @field_validator("id")
     @classmethod
@@ -115,7 +120,38 @@ class Scenario(BaseModel):
                              f"before the run does (duration_s {self.duration_s})")
         if self.closed_model_tools == "run" and self.rate_rps is None:
             raise ValueError("closed_model_tools only applies to a rate scenario: add rate_rps")
+        if problem := self._protocol_problem():
+            raise ValueError(problem)
         return self
+
+    def _protocol_problem(self) -> str | None:
+        """Why the protocol fields do not fit the rest of the scenario (None: they do)."""
+        if self.protocol == "http/1.1":
+            return (None if self.streams == 1 else
+                    "streams is HTTP/2's requests in flight per connection: it needs protocol h2 or h2c")
+        if self.protocol == "h3":
+            return ("protocol h3: Debian 12's Nginx (1.22) does not serve HTTP/3, and no tool's HTTP/3 is wired "
+                    "here yet (README: HTTP/2 and HTTP/3): use h2 or h2c")
+        if self.protocol == "h2" and not self.tls:
+            return "protocol h2 is HTTP/2 over TLS (ALPN): add tls: true, or use h2c (cleartext, prior knowledge)"
+        if self.protocol == "h2c" and self.tls:
+            return "protocol h2c is cleartext HTTP/2: drop tls: true, or use h2 (over TLS)"
+        if self.target != targets.FILE_SERVER:
+            return (f"protocol {self.protocol} is served by the nginx target only so far; target {self.target} "
+                    "speaks HTTP/1.1 to the tools")
+        if not self.keepalive:
+            return f"keepalive: false with protocol {self.protocol}: an HTTP/2 connection is kept by definition"
+        if self.rate_rps is not None:
+            return f"rate_rps with protocol {self.protocol}: the open model is not wired for HTTP/2 yet"
+        if self.vus % self.streams:
+            return (f"vus {self.vus} is not a multiple of streams {self.streams}: VUs are the requests in flight, "
+                    "connections x streams")
+        return None
+
+    @property
+    def connections(self) -> int:
+        """The connections the scenario asks for: one per VU over HTTP/1.1, vus / streams over HTTP/2."""
+        return self.vus // self.streams
 
     @property
     def needs_shaping(self) -> bool:

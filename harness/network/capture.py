@@ -51,7 +51,7 @@ def tcpdump_missing() -> bool:
 def bpf_filter(target: Target) -> str:
     """The load's TCP packets that carry payload or a SYN/FIN/RST (pure ACKs are dropped)."""
     payload = "(ip[2:2] - ((ip[0] & 0xf) << 2) - ((tcp[12] & 0xf0) >> 2)) != 0"
-    return (f"tcp and host {target.host} and port {target.port} and "
+    return (f"tcp and host {target.host} and port {target.load_port} and "
             f"((tcp[tcpflags] & (tcp-syn|tcp-fin|tcp-rst)) != 0 or {payload})")
 
 
@@ -72,12 +72,12 @@ class Capture:
         if not self.enabled or self.skipped:
             yield
             return
-        self.port, self.pcap, self.paced = target.port, run_dir / PCAP_NAME, paced
+        self.port, self.pcap, self.paced = target.load_port, run_dir / PCAP_NAME, paced
         argv = [*session.generator_netns, TCPDUMP, "-i", session.capture_device, "-n", "-s", str(SNAPLEN),
                 "-B", str(KERNEL_BUFFER_KIB), "--time-stamp-precision=nano", "-Z", "root",
                 "-c", str(MAX_PACKETS), "-w", str(self.pcap), bpf_filter(target)]
         self.facts = {"device": session.capture_device, "netns": " ".join(session.generator_netns) or "root",
-                      "port": target.port, **({"paced": {"rate_rps": paced[0], "schedule": paced[1]}} if paced else {}),
+                      "port": target.load_port, **({"paced": {"rate_rps": paced[0], "schedule": paced[1]}} if paced else {}),
                       "filter": argv[-1], "snaplen": SNAPLEN, "max_packets": MAX_PACKETS, "command": argv,
                       "after_netem": (session.shape_netns, session.shape_device) == (session.generator_netns,
                                                                                      session.capture_device)}

@@ -30,6 +30,7 @@ from harness.targets.file_server import Target, target_file_sha256
 SHAPERS = ("auto", "netem", "toxiproxy")
 TOXIPROXY_BIN = Path("/opt/lth/bin/toxiproxy-server")
 PROXY_PORT, API_PORT = 8080, 8474
+H2C_PROXY_PORT = 8081   # h2c's own port through Toxiproxy (harness/targets/: H2C_PORT)
 PROBE_SCRIPT = Path(__file__).resolve().parents[1] / "rtt_probe.py"
 # A request/response exchange puts at most ~4 packets in flight per connection, all of which can
 # sit in the delayed queue for one RTT; twice that for headroom.
@@ -223,15 +224,23 @@ def _toxiproxy(session: Session, rtt_ms: float, log_dir: Path) -> Iterator[Targe
         proc = session.start_proxy([str(TOXIPROXY_BIN), "-host", listen, "-port", str(API_PORT)], log)
         try:
             _wait_for_api(api, proc)
-            api("POST", "/proxies", {"name": PREFIX, "listen": f"{listen}:{PROXY_PORT}",
-                                     "upstream": f"{upstream}:{session.target.port}", "enabled": True})
-            api("POST", f"/proxies/{PREFIX}/toxics",
-                {"name": "rtt", "type": "latency", "stream": "downstream", "toxicity": 1.0,
-                 "attributes": {"latency": round(rtt_ms), "jitter": 0}})
+            # h2c's port speaks HTTP/2 only, the probes HTTP/1.1: a proxy each, with the same toxic.
+            ports = {PREFIX: (PROXY_PORT, session.target.port)}
+            if session.target.h2c_port:
+                ports[f"{PREFIX}-h2c"] = (H2C_PROXY_PORT, session.target.h2c_port)
+            for name, (listen_port, upstream_port) in ports.items():
+                api("POST", "/proxies", {"name": name, "listen": f"{listen}:{listen_port}",
+                                         "upstream": f"{upstream}:{upstream_port}", "enabled": True})
+                api("POST", f"/proxies/{name}/toxics",
+                    {"name": "rtt", "type": "latency", "stream": "downstream", "toxicity": 1.0,
+                     "attributes": {"latency": round(rtt_ms), "jitter": 0}})
             target = replace(session.target, host=listen, port=PROXY_PORT,
+                             h2c_port=H2C_PROXY_PORT if session.target.h2c_port else None,
                              status_host=session.target.status_host or session.target.host)
-            _calibrate_path(session, target, Knob("toxiproxy", "toxic latency", 1, lambda ms: _set_toxic(api, ms)),
-                            rtt_ms, log_dir)
+            def set_toxics(latency_ms: float) -> None:
+                for name in ports:
+                    _set_toxic(api, latency_ms, name)
+            _calibrate_path(session, target, Knob("toxiproxy", "toxic latency", 1, set_toxics), rtt_ms, log_dir)
             yield target
         finally:
             with signals_deferred():
@@ -304,8 +313,8 @@ def _rounded(ms: float, step: float) -> float:
     return int(value) if step >= 1 else value
 
 
-def _set_toxic(api: Callable[..., dict], latency_ms: float) -> None:
-    api("POST", f"/proxies/{PREFIX}/toxics/rtt", {"attributes": {"latency": latency_ms, "jitter": 0}})
+def _set_toxic(api: Callable[..., dict], latency_ms: float, proxy: str = PREFIX) -> None:
+    api("POST", f"/proxies/{proxy}/toxics/rtt", {"attributes": {"latency": latency_ms, "jitter": 0}})
 
 
 def proxy_pids() -> set[int]:

@@ -90,6 +90,7 @@ def derive(record: RunRecord, adapter: ToolAdapter, run_dir: Path) -> Derived:
         wire.fill(row, record.capture, via_gets, adapter.stops_timing_before_closing)
         meta["wire"] = record.capture
     target.check_keepalive(row)
+    target.check_protocol(row, record.server_off_protocol, (direct_gets > 0) + (via_gets > 0))
     if record.error is not None:
         row.status, row.error = "failed", record.error
     if record.traceback:
@@ -143,7 +144,8 @@ def _part(record: RunRecord, part: PartRecord, adapter: ToolAdapter,
     execution = load_execution(folder)
     spec = RunSpec(url=part.url, vus=part.vus, duration_s=record.scenario["duration_s"], out_dir=folder,
                    cpus=part.cpus, rate_rps=part.rate_rps, per_request=part.per_request,
-                   keepalive=record.scenario.get("keepalive", True))
+                   keepalive=record.scenario.get("keepalive", True),
+                   protocol=record.scenario.get("protocol", "http/1.1"), streams=record.scenario.get("streams", 1))
     output = ToolOutput(spec, execution.stdout, execution.stderr, execution.exit_code or 0, execution.launched_at)
     meta.update(_figures(row, adapter, output, execution, record.grace_s))
     if row.status == "failed":

@@ -1,5 +1,6 @@
-"""A row's target columns (issue 23): the scenario's setup, the stack that served it, and whether
-keep-alive off really opened a connection per request (the wire's count, else the file server's)."""
+"""A row's target columns (issue 23): the scenario's setup, the stack that served it, whether keep-alive off
+really opened a connection per request (the wire's count, else the file server's), and whether an HTTP/2 run
+was HTTP/2 at the file server (issue 38)."""
 from __future__ import annotations
 
 from harness.store.record import RunRecord
@@ -13,6 +14,7 @@ def setup_columns(record: RunRecord) -> dict:
     scenario, facts = record.scenario, record.target or {}
     return {"target": scenario.get("target", "nginx"), "keepalive": scenario.get("keepalive", True),
             "tls": scenario.get("tls", False), "backend_delay_ms": scenario.get("backend_delay_ms"),
+            "protocol": scenario.get("protocol", "http/1.1"), "streams": scenario.get("streams", 1),
             "target_stack": facts.get("target_stack"), "target_version": facts.get("target_version")}
 
 
@@ -36,3 +38,26 @@ def check_keepalive(row: RunRow) -> None:
 
 def _note(row: RunRow, text: str) -> None:
     row.notes = f"{row.notes}; {text}" if row.notes else text
+
+
+def check_protocol(row: RunRow, off_protocol: dict | None, probe_connections: int = 0) -> None:
+    """An HTTP/2 run, judged at the file server rather than on the tool's word: a request it answered in another
+    HTTP version (a tool that fell back to HTTP/1.1 over ALPN) fails the run; the connections it accepted
+    against those asked for (vus / streams) are noted when they differ (``probe_connections``: the RTT probe's
+    under the load, which the file server counted too)."""
+    if row.protocol not in ("h2", "h2c") or off_protocol is None:
+        return
+    row.server_off_protocol_requests = sum(off_protocol.values())
+    if row.status != "ok":
+        return
+    if row.server_off_protocol_requests:
+        seen = ", ".join(f"{count:,} {version}" for version, count in sorted(off_protocol.items()))
+        row.status = "failed"
+        row.error = (f"protocol {row.protocol} was asked, but the file server answered {seen} on the tools' port "
+                     f"(of {row.server_requests or 0:,} requests): the tool did not speak HTTP/2")
+        return
+    asked = max(1, row.vus // row.streams)
+    tools = None if row.server_connections is None else row.server_connections - probe_connections
+    if tools is not None and tools != asked:
+        _note(row, f"HTTP/2: the file server accepted {tools:,} connections for {row.vus} requests "
+                   f"in flight ({asked:,} asked: {row.streams} stream(s) each)")

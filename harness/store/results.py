@@ -126,10 +126,16 @@ class RunRow(Figures, RunSetup):
     tls: bool = column("true: HTTPS to a throw-away self-signed certificate (not verified by the tool)", False)
     backend_delay_ms: str | None = column("the file server slept this long per request, ms: fixed (50) or uniform "
                                           "(0..1000)")
+    protocol: str = column("the HTTP version the tool was told to speak: http/1.1, h2 (over TLS, ALPN) or h2c "
+                           "(cleartext, prior knowledge)", "http/1.1")
+    streams: int = column("HTTP/2: the requests in flight per connection asked for (vus / streams connections)", 1)
     target_stack: str | None = column("what served the run: each server's version and CPUs, where TLS ends, the delay")
     target_version: str | None = column("the version of the scenario's target (the proxy's, behind which Nginx serves)")
     server_connections: int | None = column("TCP connections the Nginx file server accepted during the run (its "
                                             "stub_status; behind a proxy: the proxy's connections to it)")
+    server_off_protocol_requests: int | None = column("an HTTP/2 scenario: requests the file server answered on the "
+                                                      "tools' port in another HTTP version (its log; 0 when every "
+                                                      "request was HTTP/2)")
     proxy_cpu_pct: float | None = column("a proxy target's CPU over the load window, 100 = one core (also in "
                                          "target_cpu_pct; the file server's is the difference)")
     wire_connections: int | None = column("TCP connections the tool opened on the wire (--capture)")
@@ -147,7 +153,8 @@ COLUMNS = [f.name for f in fields(RunRow)]
 CONTEXT_COLUMNS = {*(f.name for f in fields(RunSetup)), "status", "error", "notes", "shaper", "rtt_measured_ms", "rtt_ok",
                    "repeat", "started_at", "run_dir", "timing_resolution_ms", "co_corrected", "cpus_target",
                    "cpus_tool", "rate_model", "rate_target_rps", "stall_ms", "stall_at_s", "generators",
-                   "target", "keepalive", "tls", "backend_delay_ms", "target_stack", "target_version"}
+                   "target", "keepalive", "tls", "backend_delay_ms", "protocol", "streams", "target_stack",
+                   "target_version"}
 RESULT_COLUMNS = [c for c in COLUMNS if c not in CONTEXT_COLUMNS]
 
 

@@ -104,14 +104,14 @@ def _target_problems(plan: "Plan", runtime: "Runtime") -> list[str]:
 
 
 def _nothing_supported(plan: "Plan") -> str | None:
-    """Every run asks a tool for keep-alive off or TLS it cannot do: bad input, said before anything runs
+    """Every run asks a tool for keep-alive off, TLS or HTTP/2 it cannot do: bad input, said before anything runs
     (mixed with runs that can go ahead, such runs become `unsupported` rows)."""
     reasons = [(tool.name, capabilities.unsupported_reason(s, tool)) for s in plan.scenarios for tool in plan.tools
-               if not s.keepalive or s.tls]
+               if not s.keepalive or s.tls or s.protocol != "http/1.1"]
     if not reasons or len(reasons) < len(plan.scenarios) * len(plan.tools) or not all(r for _, r in reasons):
         return None
     tool, reason = reasons[0]
-    return f"nothing to run: {tool}: {reason}; pick tools that can (make list-tools shows keep-alive off and TLS)"
+    return f"nothing to run: {tool}: {reason}; pick tools that can (make list-tools shows keep-alive off, TLS, h2 and h2c)"
 
 
 def check(plan: "Plan", runtime: "Runtime") -> None:

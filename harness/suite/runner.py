@@ -155,17 +155,19 @@ def _execute(record: RunRecord, sessions: list[Session], adapter: ToolAdapter, s
                                           allow_external_target, run_dir, scenario.rtt_ms))
         record.proxy_beside_tool = record.shaper == "toxiproxy" and not sessions[0].proxy_beside_target
         specs = [RunSpec(url=p.url, vus=p.vus, duration_s=scenario.duration_s, out_dir=run_dir / p.folder,
-                         cpus=p.cpus, rate_rps=p.rate_rps, per_request=p.per_request, keepalive=scenario.keepalive)
+                         cpus=p.cpus, rate_rps=p.rate_rps, per_request=p.per_request, keepalive=scenario.keepalive,
+                         protocol=scenario.protocol, streams=scenario.streams)
                  for p in record.parts]
         for part, spec in zip(record.parts, specs):
             part.command = adapter.command(spec)
-        before = targets[0].counters()
+        before, logged_before = targets[0].counters(), targets[0].protocol_log_size()
         with phases.timed("load"):
             executions, stalled = _load(record, sessions, adapter, scenario, run_dir, capture, targets[0], specs, rate)
         # stub_status counts its own request and connection: `after` includes one of each beyond `before`.
         after = targets[0].counters()
         record.server_requests = after.requests - before.requests - 1
         record.server_connections = after.accepts - before.accepts - 1
+        record.server_off_protocol = targets[0].off_protocol_requests(logged_before)
         record.stall = stalled.to_dict() if stalled is not None else None
         for part, spec, execution in zip(record.parts, specs, executions):
             part.executed = not isinstance(execution, BaseException)

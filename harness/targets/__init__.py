@@ -3,8 +3,9 @@
 Every stack ends at the Nginx file server (targets/nginx): it serves the file, counts connections and
 requests (stub_status) and sleeps per request when a scenario asks for a backend delay. A ``proxy``
 target runs in front of it and is what the tools load; its configuration is ``targets/<id>/<config>.j2``
-(Jinja2), rendered into the stack's folder. The tools' port is 80 (443 with TLS); behind a proxy the
-file server listens on 8080.
+(Jinja2), rendered into the stack's folder. The tools' port is 80 (443 with TLS, also for h2; 81 for h2c, whose
+port speaks nothing else); behind a proxy the file server listens on 8080. The harness's own requests
+(the check, the RTT probes, stub_status) stay on HTTP/1.1 and port 80 or 443, and say so in their User-Agent.
 """
 from __future__ import annotations
 
@@ -25,7 +26,10 @@ from harness.files import write_atomic
 from harness.targets.file_server import TARGET_FILE, Target, stage as stage_file_server
 
 FILE_SERVER = "nginx"
-LOAD_PORT, TLS_PORT, UPSTREAM_PORT = 80, 443, 8080
+LOAD_PORT, TLS_PORT, UPSTREAM_PORT, H2C_PORT = 80, 443, 8080, 81
+# An HTTP/2 stack's file server logs each request of another HTTP version on the tools' port, but the harness's
+# own (User-Agent lth-*: harness/targets/file_server.py HARNESS_AGENT, the RTT probe's): the tool's fallback, counted per run.
+PROTOCOL_LOG = "protocol.log"
 ECHO_MODULE = Path("/usr/lib/nginx/modules/ngx_http_echo_module.so")   # Debian's libnginx-mod-http-echo
 UNDELAYED = "/lth-undelayed"   # the file without the backend delay, for the RTT probe
 DELAY_LEVELS = 256   # a uniform delay range is drawn from the first two hex digits of $request_id
@@ -87,10 +91,15 @@ class Setup:
     target: str = FILE_SERVER
     tls: bool = False
     delay_ms: tuple[float, float] | None = None
+    protocol: str = "http/1.1"
 
     @classmethod
     def of(cls, scenario) -> "Setup":
-        return cls(scenario.target, scenario.tls, scenario.delay_range_ms)
+        return cls(scenario.target, scenario.tls, scenario.delay_range_ms, scenario.protocol)
+
+    @property
+    def http2(self) -> bool:
+        return self.protocol in ("h2", "h2c")
 
     @property
     def is_default(self) -> bool:
@@ -100,6 +109,8 @@ class Setup:
         parts = [f"{self.target} -> {FILE_SERVER}" if get(self.target).is_proxy else self.target]
         if self.tls:
             parts.append("TLS")
+        if self.http2:
+            parts.append(f"HTTP/2 ({self.protocol})")
         if self.delay_ms:
             low, high = self.delay_ms
             parts.append(f"backend delay {low:g} ms" if low == high else f"backend delay {low:g}..{high:g} ms uniform")
@@ -169,7 +180,9 @@ def stage(setup: Setup, folder: Path, load_host: str, upstream_host: str, certif
     if not behind_proxy:
         _readable(folder)
         return Stack(setup, [upstream], Target(load_host, port, status_port=LOAD_PORT, tls=setup.tls,
-                                               undelayed_path=undelayed))
+                                               undelayed_path=undelayed, protocol=setup.protocol,
+                                               h2c_port=H2C_PORT if setup.protocol == "h2c" else None,
+                                               protocol_log=files / PROTOCOL_LOG if setup.http2 else None))
     proxy_dir = folder / "proxy"
     (proxy_dir / "tmp").mkdir(parents=True)
     config = proxy_dir / adapter.config
@@ -191,22 +204,36 @@ def _readable(folder: Path) -> None:
 
 
 def _file_server_extras(files: Path, setup: Setup, certificate: Certificate | None) -> None:
-    """The lth-*.conf files targets/nginx/nginx.conf includes: TLS on 443 and the backend delay."""
+    """The lth-*.conf files targets/nginx/nginx.conf includes: TLS on 443, HTTP/2, and the backend delay."""
     server: list[str] = []
+    http: list[str] = []
     if certificate is not None:
-        server += [f"listen {TLS_PORT} ssl backlog=8192;", f"ssl_certificate {certificate.cert};",
+        h2 = " http2" if setup.protocol == "h2" else ""   # ALPN offers h2 and http/1.1: a fallback is logged
+        server += [f"listen {TLS_PORT} ssl{h2} backlog=8192;", f"ssl_certificate {certificate.cert};",
                    f"ssl_certificate_key {certificate.key};"]
+    if setup.protocol == "h2c":
+        server.append(f"listen {H2C_PORT} http2 backlog=8192;")   # prior knowledge only: HTTP/1.1 is refused here
+    if setup.http2:
+        http += ["log_format lth_protocol '$server_port $server_protocol';",
+                 f'map "$server_port $server_protocol $http_user_agent" $lth_off_protocol {{',
+                 f'    "~^{LOAD_PORT} " 0;',                              # stub_status and the checks on port 80
+                 '    "~^\\d+ HTTP/2\\.0 " 0;',
+                 '    "~ lth-[a-z-]+$" 0;',                               # HARNESS_AGENT, lth-rtt-probe
+                 "    default 1;", "}"]
+        server.append(f"access_log {PROTOCOL_LOG} lth_protocol if=$lth_off_protocol;")
     if setup.delay_ms is not None:
         if not ECHO_MODULE.is_file():
             raise HarnessError(f"backend_delay_ms needs Nginx's echo module ({ECHO_MODULE}, Debian package "
                                "libnginx-mod-http-echo): run `make deps`")
         (files / "lth-main.conf").write_text(f"load_module {ECHO_MODULE};\n")
-        (files / "lth-http.conf").write_text(_delay_map(*setup.delay_ms))
+        http.append(_delay_map(*setup.delay_ms))
         # echo_exec to the static file keeps its Content-Length (an HTTP/1.0 keep-alive client such as ab
         # needs it; echo_location's subrequest output is chunked) and counts one request at stub_status.
         server += ["location = /style.css { echo_sleep $lth_delay_s; echo_exec @lth_file; }",
                    f"location @lth_file {{ try_files /{TARGET_FILE} =404; }}",
                    f"location {UNDELAYED}/ {{ alias {files}/html/; }}"]   # the RTT probe's path
+    if http:
+        (files / "lth-http.conf").write_text("\n".join(http) + "\n")
     if server:
         (files / "lth-server.conf").write_text("\n".join(server) + "\n")
 

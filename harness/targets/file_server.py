@@ -18,6 +18,10 @@ from harness.errors import HarnessError
 
 TARGET_FILE = "style.css"
 STATUS_PATH = "/nginx_status"
+# The harness's own requests say who sends them (the RTT probe's: lth-rtt-probe), so that an HTTP/2 stack's
+# file server leaves them out of its log of the tools' requests in another HTTP version (harness/targets/).
+HARNESS_AGENT = "lth-harness"
+HARNESS_HEADERS = {"User-Agent": HARNESS_AGENT}
 
 
 # The harness's own networks (RFC 2544 benchmarking range) and loopback; anything else is
@@ -81,6 +85,16 @@ class Target:
     tls: bool = False       # HTTPS on ``port``, to a self-signed certificate (never verified)
     # The RTT probe's path: the file without a scenario's backend delay (the same file otherwise).
     undelayed_path: str | None = None
+    protocol: str = "http/1.1"  # what the tools speak (the scenario's protocol); the harness speaks HTTP/1.1
+    h2c_port: int | None = None  # h2c: the tools' port, which speaks HTTP/2 only (``port`` stays HTTP/1.1)
+    # An HTTP/2 stack: the file server's log of the requests on the tools' port in another HTTP version (the
+    # harness's own left out), where this machine can read it (None: not logged, or not readable here).
+    protocol_log: Path | None = None
+
+    @property
+    def load_port(self) -> int:
+        """Where the tools' requests go: the h2c port, else ``port`` (which the harness's requests share)."""
+        return self.h2c_port or self.port
 
     @property
     def probe_path(self) -> str:
@@ -92,6 +106,11 @@ class Target:
 
     @property
     def url(self) -> str:
+        return f"{'https' if self.tls else 'http'}://{self.host}:{self.load_port}{self.path}"
+
+    @property
+    def check_url(self) -> str:
+        """What the harness's own HTTP/1.1 requests reach (the url but for h2c's port)."""
         return f"{'https' if self.tls else 'http'}://{self.host}:{self.port}{self.path}"
 
     def _connection(self, timeout_s: float = 5.0) -> http.client.HTTPConnection:
@@ -120,20 +139,20 @@ class Target:
         try:
             sockets = []
             for attempt in range(3):
-                conn.request("GET", self.path)
+                conn.request("GET", self.path, headers=HARNESS_HEADERS)
                 response = conn.getresponse()
                 body = response.read()
                 if response.status != 200:
-                    raise HarnessError(f"target check failed: GET {self.url} returned {response.status}, expected 200")
+                    raise HarnessError(f"target check failed: GET {self.check_url} returned {response.status}, expected 200")
                 if len(body) != expected:
-                    raise HarnessError(f"target check failed: {self.url} body is {len(body)} bytes, expected {expected}")
+                    raise HarnessError(f"target check failed: {self.check_url} body is {len(body)} bytes, expected {expected}")
                 if response.will_close:
-                    raise HarnessError(f"target check failed: {self.url} closes the connection; keep-alive must be on")
+                    raise HarnessError(f"target check failed: {self.check_url} closes the connection; keep-alive must be on")
                 sockets.append(id(conn.sock))
             if len(set(sockets)) != 1:
-                raise HarnessError(f"target check failed: {self.url} did not reuse the connection (keep-alive)")
+                raise HarnessError(f"target check failed: {self.check_url} did not reuse the connection (keep-alive)")
         except (OSError, http.client.HTTPException) as exc:
-            raise HarnessError(f"target {self.url} is unreachable ({exc}); check the runtime's network "
+            raise HarnessError(f"target {self.check_url} is unreachable ({exc}); check the runtime's network "
                                "and the target's log") from None
         finally:
             conn.close()
@@ -142,7 +161,7 @@ class Target:
         """The file server's stub_status totals (the status request itself included)."""
         conn = http.client.HTTPConnection(self.status_host or self.host, self.status_port, timeout=5.0)
         try:
-            conn.request("GET", STATUS_PATH)
+            conn.request("GET", STATUS_PATH, headers=HARNESS_HEADERS)
             text = conn.getresponse().read().decode()
         finally:
             conn.close()
@@ -150,6 +169,32 @@ class Target:
         if not match:
             raise HarnessError(f"target {self.host}: unexpected stub_status output {text[:80]!r}")
         return Counters(int(match.group(1)), int(match.group(2)))
+
+    def protocol_log_size(self) -> int | None:
+        """Where the file server's log of other-version requests ends now (None: this target keeps none)."""
+        if self.protocol_log is None:
+            return None
+        try:
+            return self.protocol_log.stat().st_size
+        except FileNotFoundError:   # Nginx opens it at the first request it logs
+            return 0
+
+    def off_protocol_requests(self, since: int | None) -> dict[str, int] | None:
+        """{HTTP version: requests} the file server logged on the tools' port after offset ``since`` (each line
+        of the log is `port version`): requests in another HTTP version than the scenario's."""
+        if since is None or self.protocol_log is None:
+            return None
+        try:
+            with self.protocol_log.open("rb") as log:
+                log.seek(since)
+                lines = log.read().decode(errors="replace").splitlines()
+        except FileNotFoundError:
+            return {}
+        counts: dict[str, int] = {}
+        for line in lines:
+            version = line.split(" ", 1)[-1].strip() or "?"
+            counts[version] = counts.get(version, 0) + 1
+        return counts
 
     def requests_served(self) -> int:
         """Nginx's stub_status request total (it counts this request too)."""

@@ -61,6 +61,15 @@ class ToolAdapter(ABC):
     # otherwise the one-line reason it cannot, which list-tools prints and an `unsupported` row keeps.
     keepalive_off: ClassVar[bool | str] = "not wired in this adapter yet"
     tls: ClassVar[bool | str] = "not wired in this adapter yet"
+    # Issue 38: True when command() speaks HTTP/2 for RunSpec.protocol "h2" (over TLS, ALPN) or "h2c" (cleartext,
+    # prior knowledge), else the one-line reason it cannot. h2_connections: how it spreads the VUs' requests
+    # over HTTP/2 connections (harness/tools/capabilities.py H2_CONNECTIONS): "any" (spec.connections connections
+    # with spec.streams requests in flight each, as asked), "per_vu" (a connection per VU: streams 1 only) or
+    # "one" (one shared connection, every VU a stream on it: streams = vus only); a dict by protocol where h2 and
+    # h2c differ.
+    h2: ClassVar[bool | str] = "not wired in this adapter yet"
+    h2c: ClassVar[bool | str] = "not wired in this adapter yet"
+    h2_connections: ClassVar[str | dict[str, str]] = "any"
 
     def folder_problem(self, folder: Path) -> str | None:
         """Why the tool cannot write its output under ``folder`` (None: it can); said before the suite starts."""

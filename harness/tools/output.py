@@ -18,6 +18,17 @@ class RunSpec:
     rate_rps: int | None = None  # open model: send at this arrival rate, vus capping connections (issue 13)
     per_request: bool = False    # one of several generators: keep what latency_histogram() needs
     keepalive: bool = True       # False: a new TCP connection for every request (issue 23)
+    protocol: str = "http/1.1"   # issue 38: "h2" (over TLS, ALPN) or "h2c" (cleartext, prior knowledge)
+    streams: int = 1             # HTTP/2: requests in flight per connection (vus / streams connections)
+
+    @property
+    def http2(self) -> bool:
+        return self.protocol in ("h2", "h2c")
+
+    @property
+    def connections(self) -> int:
+        """The connections asked for: vus over HTTP/1.1, vus / streams over HTTP/2 (at least one)."""
+        return max(1, self.vus // self.streams)
 
     @property
     def tls(self) -> bool:

@@ -13,8 +13,8 @@ from harness.tools.manifest import read_manifest
 from harness.tools.registry import discover
 
 README = REPO_ROOT / "README.md"
-HEADER = ("| id | version | concurrency model | figures from | open model | keep-alive off | TLS |\n"
-          "|---|---|---|---|---|---|---|\n")
+HEADER = ("| id | version | concurrency model | figures from | open model | keep-alive off | TLS | h2 | h2c |\n"
+          "|---|---|---|---|---|---|---|---|---|\n")
 TABLE = re.compile(re.escape(HEADER) + r"(?:\|.*\n)*")
 
 

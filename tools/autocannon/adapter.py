@@ -51,6 +51,7 @@ class Autocannon(ToolAdapter):
                      "writes to the closing connection stays queued, so latencies grow through the run")
     # lib/httpClient.js connects with tls.connect({..., rejectUnauthorized: false}): never verifies.
     tls = True
+    h2 = h2c = "autocannon's own client speaks HTTP/1.1 only"
 
     def command(self, spec: RunSpec) -> list[str]:
         rate = ["-R", str(spec.rate_rps)] if spec.rate_rps else []

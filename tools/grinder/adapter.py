@@ -28,6 +28,7 @@ class Grinder(ToolAdapter):
     rate_model = 'closed model only: worker threads loop the test; The Grinder has no arrival-rate option'
     keepalive_off = True   # -Dgrinder.lth.close=true: lth.py sends Connection: close (no keep-alive switch)
     tls = True             # The Grinder's HTTP plugin trusts every server certificate
+    h2 = h2c = "The Grinder's HTTPClient speaks HTTP/1.1 only"
 
     def command(self, spec: RunSpec) -> list[str]:
         return [

@@ -31,7 +31,8 @@ def read_log(path) -> np.ndarray:
 
 class H2load(ToolAdapter):
     name = "h2load"
-    concurrency_model = "-c VUs HTTP/1.1 keep-alive connections (--h1, no pipelining), -t min(VUs, cores) threads"
+    concurrency_model = ("-c VUs HTTP/1.1 keep-alive connections (--h1, no pipelining), -t min(VUs, cores) threads; "
+                         "HTTP/2: -c VUs/streams connections with -m streams requests in flight each")
     timing_resolution_ms = 0.001  # --log-file durations in us
 
     rate_model = "closed model only: h2load's -r/--rate starts CONNECTIONS per second (each then runs closed-loop), not requests"
@@ -41,12 +42,16 @@ class H2load(ToolAdapter):
     # --h1 (= --npn-list=http/1.1) keeps HTTP/1.1 over TLS too (ALPN offers http/1.1 only); h2load does
     # not verify the server's certificate.
     tls = True
+    # HTTP/2 is h2load's own protocol: h2 by ALPN over https://, h2c with prior knowledge over http://.
+    h2 = True
+    h2c = True
 
     def command(self, spec: RunSpec) -> list[str]:
-        threads = max(1, min(spec.vus, spec.cpus))
+        threads = max(1, min(spec.connections, spec.cpus))
+        protocol = [] if spec.http2 else ["--h1"]
         # -D: timing-based run of exactly the duration (no --warm-up-time: it would add a phase).
         return [
-            self.binary, "--h1", "-c", str(spec.vus), "-t", str(threads), "-m", "1",
+            self.binary, *protocol, "-c", str(spec.connections), "-t", str(threads), "-m", str(spec.streams),
             "-D", str(spec.duration_s), "--log-file", str(spec.out_dir / LOG_FILE), spec.url,
         ]
 

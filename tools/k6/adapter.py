@@ -22,6 +22,9 @@ class K6(ToolAdapter):
                   "with no free VU is dropped (dropped_iterations), latency counts from the actual send")
     keepalive_off = True   # --no-connection-reuse (the noConnectionReuse option): keep-alive disabled
     tls = True             # --insecure-skip-tls-verify (the insecureSkipTLSVerify option)
+    h2 = True   # over TLS k6 negotiates HTTP/2 by ALPN by itself; each VU has its own connections
+    h2c = "k6 speaks HTTP/2 only when negotiated over TLS (ALPN): no prior-knowledge cleartext HTTP/2"
+    h2_connections = "per_vu"
 
     def command(self, spec: RunSpec) -> list[str]:
         if spec.rate_rps:

@@ -52,6 +52,7 @@ class Locust(ToolAdapter):
     # keep-alive switch); --lth-insecure turns HttpUser's certificate check off (FastHttpUser has none).
     keepalive_off = True
     tls = True
+    h2 = h2c = "FastHttpUser (geventhttpclient) and HttpUser (python-requests) speak HTTP/1.1 only"
 
     def command(self, spec: RunSpec) -> list[str]:
         url = urlsplit(spec.url)

@@ -26,15 +26,20 @@ class Oha(ToolAdapter):
                   "-c VUs connections")
     keepalive_off = True   # --disable-keepalive (HTTP/1 only; oha speaks HTTP/1.1 unless told otherwise)
     tls = True             # --insecure: accept the self-signed certificate
+    # --http2 (hyper's HTTP/2: ALPN over https://, prior knowledge over http://); -c connections x -p requests
+    # in flight on each (oha runs c x p workers).
+    h2 = True
+    h2c = True
 
     @staticmethod
     def connection_options(spec: RunSpec) -> list[str]:
-        return [*([] if spec.keepalive else ["--disable-keepalive"]), *(["--insecure"] if spec.tls else [])]
+        http2 = ["--http2", "-p", str(spec.streams)] if spec.http2 else []
+        return [*([] if spec.keepalive else ["--disable-keepalive"]), *(["--insecure"] if spec.tls else []), *http2]
 
     def command(self, spec: RunSpec) -> list[str]:
         rate = ["-q", str(spec.rate_rps), "--latency-correction"] if spec.rate_rps else []
         per_request = ["--db-url", str(spec.out_dir / REQUESTS_DB)] if spec.per_request else []
-        return [self.binary, "--no-tui", "-c", str(spec.vus), "-z", f"{spec.duration_s}s", *rate, *per_request,
+        return [self.binary, "--no-tui", "-c", str(spec.connections), "-z", f"{spec.duration_s}s", *rate, *per_request,
                 *self.connection_options(spec), "--output-format", "json", "-o", str(spec.out_dir / REPORT), spec.url]
 
     def latency_histogram(self, output: ToolOutput) -> LatencyHistogram | None:
