@@ -162,10 +162,14 @@ def throwaway_clone(dest: Path) -> Path:
     return dest
 
 
-def make_as_typed(clone: Path, *arguments: str, timeout: float = 3600) -> subprocess.CompletedProcess:
+def make_as_typed(clone: Path, *arguments: str, timeout: float = 3600,
+                  test_tools: Path | None = None) -> subprocess.CompletedProcess:
     """`make ARGUMENTS` in ``clone`` as a user types it: the clone's own venv and defaults, no variable from
-    this environment; the output also goes to clone/make-<target>.log."""
+    this environment; the output also goes to clone/make-<target>.log. ``test_tools``: a folder of the test
+    suite's own tools (LTH_EXTRA_TOOLS) beside the repository's, for a fault among real runs."""
     env = {k: v for k, v in os.environ.items() if k not in MAKE_ENVIRONMENT}
+    if test_tools is not None:
+        env["LTH_EXTRA_TOOLS"] = str(test_tools)
     result = subprocess.run(["make", *arguments], cwd=clone, env=env, capture_output=True, text=True,
                             timeout=timeout)
     (clone / f"make-{'-'.join(a.replace('/', '_') for a in arguments)}.log").write_text(result.stdout + result.stderr)

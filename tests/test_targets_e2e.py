@@ -17,7 +17,8 @@ from harness.targets import Setup
 
 pytestmark = pytest.mark.e2e
 SETUPS = [Setup(), Setup(tls=True), Setup(delay_ms=(100.0, 100.0)), Setup("nginx-proxy"), Setup("haproxy", tls=True),
-          Setup("caddy"), Setup("caddy", tls=True)]
+          Setup("caddy"), Setup("caddy", tls=True), Setup(tls=True, protocol="h2"), Setup(protocol="h2c")]
+PROTOCOLS_TYPED = "h1tls-vu20-rtt0.1,h2-vu20-rtt0.1,h2c-vu20-s20-rtt0.1"
 
 
 def test_every_setup_serves_the_file_with_keep_alive_and_counts_at_nginx():
@@ -41,7 +42,24 @@ def test_every_setup_serves_the_file_with_keep_alive_and_counts_at_nginx():
             facts = runtime.target_facts()
             assert facts["target_version"] and facts["target_stack"].startswith(setup.target), facts
             assert bool(runtime._stack.pids("proxy")) == targets.get(setup.target).is_proxy
+            if setup.http2:
+                assert_only_other_versions_are_logged(target, setup.protocol)
     assert leftovers() == []
+
+
+def assert_only_other_versions_are_logged(target, protocol: str) -> None:
+    """The file server's log of the tools' port: the harness's own HTTP/1.1 requests (the check above, stub_status)
+    are not in it, an HTTP/2 request is not, an HTTP/1.1 request there is (h2: ALPN lets it fall back)."""
+    curl = ["curl", "-sk", "-o", "/dev/null", "-w", "%{http_version}", target.url]
+    assert target.off_protocol_requests(0) == {}, protocol
+    assert subprocess.run([*curl[:-1], "--http2-prior-knowledge" if protocol == "h2c" else "--http2", target.url],
+                          capture_output=True, text=True).stdout == "2"
+    assert target.off_protocol_requests(0) == {}
+    fallback = subprocess.run([*curl[:-1], "--http1.1", target.url], capture_output=True, text=True).stdout
+    if protocol == "h2":
+        assert fallback == "1.1" and target.off_protocol_requests(0) == {"HTTP/1.1": 1}
+    else:                                                           # h2c's port speaks HTTP/2 only
+        assert fallback != "1.1" and target.off_protocol_requests(0) == {}
 
 
 def test_a_proxy_that_does_not_serve_the_file_is_refused_in_one_line(tmp_path):
@@ -129,3 +147,59 @@ def test_make_bench_all_targets_as_typed_in_docker(bench_quick):
     assert rows["haproxy-vu16"]["runtime"] == "docker" and float(rows["haproxy-vu16"]["proxy_cpu_pct"]) > 0
     assert (latest / rows["haproxy-vu16"]["run_dir"] / "upstream.log").is_file()
     assert rows["tls-vu20-rtt0.1"]["tls"] == "True" and int(rows["tls-vu20-rtt0.1"]["server_requests"]) > 0
+
+
+def test_make_bench_all_protocols_as_typed_on_the_host(bench_quick):
+    """`make bench-all RUNTIME=host SCENARIOS=scenarios/protocols.yaml:... TOOLS=h2load,oha,vegeta,k6,wrk,
+    fault-h2-fallback DURATION=3` in the host clone (a run of its own: another scenario file than the shared
+    runs', with the suite's fault tool, h2load always told --h1 while it claims h2): each HTTP/2 row ok was
+    HTTP/2 at the file server with the connections asked for, the fallback is a failed row with the server's
+    count, a tool that cannot is an unsupported row with why, and HTTP/1.1 over TLS stays HTTP/1.1."""
+    tools = {"h2load", "oha", "vegeta", "k6", "wrk"}
+    if selected_tools() is not None and not tools <= selected_tools():
+        pytest.skip("h2load, oha, vegeta, k6 and wrk are not among the selected tools")
+    clone = bench_quick("host").latest.parent.parent
+    result = make_as_typed(clone, "bench-all", "RUNTIME=host", f"SCENARIOS=scenarios/protocols.yaml:{PROTOCOLS_TYPED}",
+                           "TOOLS=h2load,oha,vegeta,k6,wrk,fault-h2-fallback", "DURATION=3",
+                           test_tools=REPO / "tests" / "fault_tools")
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output[-3000:]
+    rows = {(r["scenario"], r["tool"]): r for r in csv.DictReader((clone / "results" / "latest" / "runs.csv").open())}
+    assert len(rows) == 3 * 6
+    status = {key: row["status"] for key, row in rows.items()}
+    h2 = {tool for (scenario, tool), s in status.items() if scenario == "h2-vu20-rtt0.1" and s == "ok"}
+    h2c = {tool for (scenario, tool), s in status.items() if scenario == "h2c-vu20-s20-rtt0.1" and s == "ok"}
+    assert h2 == {"h2load", "oha", "vegeta", "k6"} and h2c == {"h2load", "oha", "vegeta"}, status
+    for (scenario, tool), row in rows.items():
+        if row["status"] != "ok":
+            continue
+        if scenario == "h1tls-vu20-rtt0.1":
+            assert row["protocol"] == "http/1.1" and row["server_off_protocol_requests"] == "", row
+            continue
+        assert row["server_off_protocol_requests"] == "0" and int(row["server_requests"]) > 1000, row
+        assert int(row["server_connections"]) == (20 if scenario == "h2-vu20-rtt0.1" else 1), row   # vus / streams
+        assert f"HTTP/2 ({row['protocol']}) at nginx" in row["target_stack"], row
+    fallback = rows[("h2-vu20-rtt0.1", "fault-h2-fallback")]
+    assert fallback["status"] == "failed" and "the file server answered" in fallback["error"], fallback
+    assert " HTTP/1.1 on the tools' port" in fallback["error"] and "did not speak HTTP/2" in fallback["error"]
+    assert rows[("h1tls-vu20-rtt0.1", "fault-h2-fallback")]["status"] == "ok"        # HTTP/1.1 is what it speaks
+    assert rows[("h2-vu20-rtt0.1", "wrk")]["error"] == \
+        "h2 not supported: wrk speaks HTTP/1.1 only (HTTP/2 is wrk issues #254 and #499)"
+    assert rows[("h2c-vu20-s20-rtt0.1", "k6")]["error"].startswith("h2c not supported: k6 speaks HTTP/2 only")
+
+
+def test_make_bench_all_protocols_as_typed_in_docker(bench_quick):
+    """The same in the Docker runtime: the target container's Nginx logs what the harness reads (its stack folder
+    is mounted at the same path), oha and vegeta speak h2 to it and h2c on port 81."""
+    if selected_tools() is not None and not {"oha", "vegeta"} <= selected_tools():
+        pytest.skip("oha and vegeta are not among the selected tools")
+    clone = bench_quick("docker").latest.parent.parent
+    result = make_as_typed(clone, "bench-all", "SCENARIOS=scenarios/protocols.yaml:h2-vu20-rtt0.1,h2c-vu20-s20-rtt0.1",
+                           "TOOLS=oha,vegeta", "DURATION=3")
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output[-3000:]
+    rows = list(csv.DictReader((clone / "results" / "latest" / "runs.csv").open()))
+    assert len(rows) == 4 and {r["status"] for r in rows} == {"ok"}, [r["error"] for r in rows]
+    for row in rows:
+        assert row["runtime"] == "docker" and row["server_off_protocol_requests"] == "0", row
+        assert int(row["server_connections"]) == (20 if row["scenario"] == "h2-vu20-rtt0.1" else 1), row

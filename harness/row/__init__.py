@@ -90,7 +90,7 @@ def derive(record: RunRecord, adapter: ToolAdapter, run_dir: Path) -> Derived:
         wire.fill(row, record.capture, via_gets, adapter.stops_timing_before_closing)
         meta["wire"] = record.capture
     target.check_keepalive(row)
-    target.check_protocol(row, record.server_off_protocol, (direct_gets > 0) + (via_gets > 0))
+    target.check_protocol(row, record.server_off_protocol, probed_under_load=bool(direct_gets or via_gets))
     if record.error is not None:
         row.status, row.error = "failed", record.error
     if record.traceback:

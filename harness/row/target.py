@@ -40,11 +40,11 @@ def _note(row: RunRow, text: str) -> None:
     row.notes = f"{row.notes}; {text}" if row.notes else text
 
 
-def check_protocol(row: RunRow, off_protocol: dict | None, probe_connections: int = 0) -> None:
+def check_protocol(row: RunRow, off_protocol: dict | None, probed_under_load: bool = False) -> None:
     """An HTTP/2 run, judged at the file server rather than on the tool's word: a request it answered in another
     HTTP version (a tool that fell back to HTTP/1.1 over ALPN) fails the run; the connections it accepted
-    against those asked for (vus / streams) are noted when they differ (``probe_connections``: the RTT probe's
-    under the load, which the file server counted too)."""
+    against those asked for (vus / streams) are noted when they differ, unless the RTT probe ran beside the
+    load (Toxiproxy's loaded probe opens connections of its own, which the file server counts too)."""
     if row.protocol not in ("h2", "h2c") or off_protocol is None:
         return
     row.server_off_protocol_requests = sum(off_protocol.values())
@@ -57,7 +57,6 @@ def check_protocol(row: RunRow, off_protocol: dict | None, probe_connections: in
                      f"(of {row.server_requests or 0:,} requests): the tool did not speak HTTP/2")
         return
     asked = max(1, row.vus // row.streams)
-    tools = None if row.server_connections is None else row.server_connections - probe_connections
-    if tools is not None and tools != asked:
-        _note(row, f"HTTP/2: the file server accepted {tools:,} connections for {row.vus} requests "
+    if not probed_under_load and row.server_connections is not None and row.server_connections != asked:
+        _note(row, f"HTTP/2: the file server accepted {row.server_connections:,} connections for {row.vus} requests "
                    f"in flight ({asked:,} asked: {row.streams} stream(s) each)")
