@@ -75,13 +75,13 @@ def load_results(*folders: str | Path) -> pd.DataFrame:
     return mask_below_resolution(df) if "timing_resolution_ms" in df else df
 
 
-SETUP_DEFAULTS = {"target": "nginx", "keepalive": "True", "tls": "False"}
+SETUP_DEFAULTS = {"target": "nginx", "keepalive": "True", "tls": "False", "protocol": "http/1.1"}
 
 
 def default_setup(df: pd.DataFrame) -> pd.Series:
-    """Rows against the shootout's target: plain Nginx, keep-alive, HTTP, no backend delay."""
+    """Rows against the shootout's target: plain Nginx, keep-alive, HTTP/1.1 without TLS, no backend delay."""
     return ((df["target"] == "nginx") & (df["keepalive"].astype(str) == "True") & (df["tls"].astype(str) == "False")
-            & df["backend_delay_ms"].isna())
+            & (df["protocol"] == "http/1.1" if "protocol" in df else True) & df["backend_delay_ms"].isna())
 
 
 def closed_model(df: pd.DataFrame) -> pd.DataFrame:

@@ -45,7 +45,8 @@ def cost_table(df: pd.DataFrame) -> list[dict]:
     rows = []
     for change, mask in (("keep-alive off", _setting(df, "keepalive", "True") == "False"),
                          ("TLS", _setting(df, "tls", "False") == "True")):
-        only = mask & (_setting(df, "target", "nginx") == "nginx") & (_setting(df, "backend_delay_ms", "") == "")
+        only = mask & (_setting(df, "target", "nginx") == "nginx") & (_setting(df, "backend_delay_ms", "") == "") \
+            & (_setting(df, "protocol", "http/1.1") == "http/1.1")
         changed = df[only]
         measured = _medians(changed)
         for (runtime, tool, vus, rtt, scenario), runs in changed.groupby(KEYS + ["scenario"], dropna=False):
@@ -87,7 +88,7 @@ def proxy_table(df: pd.DataFrame) -> list[dict]:
     """Direct vs each proxy at the VU levels a proxy ran at, with each runtime's reference tool."""
     target = _setting(df, "target", "nginx")
     plain_http = (_setting(df, "keepalive", "True") == "True") & (_setting(df, "tls", "False") == "False") \
-        & (_setting(df, "backend_delay_ms", "") == "")
+        & (_setting(df, "backend_delay_ms", "") == "") & (_setting(df, "protocol", "http/1.1") == "http/1.1")
     proxied = df[plain_http & (target != "nginx")]
     if proxied.empty:
         return []

@@ -126,16 +126,10 @@ class RunRow(Figures, RunSetup):
     tls: bool = column("true: HTTPS to a throw-away self-signed certificate (not verified by the tool)", False)
     backend_delay_ms: str | None = column("the file server slept this long per request, ms: fixed (50) or uniform "
                                           "(0..1000)")
-    protocol: str = column("the HTTP version the tool was told to speak: http/1.1, h2 (over TLS, ALPN) or h2c "
-                           "(cleartext, prior knowledge)", "http/1.1")
-    streams: int = column("HTTP/2: the requests in flight per connection asked for (vus / streams connections)", 1)
     target_stack: str | None = column("what served the run: each server's version and CPUs, where TLS ends, the delay")
     target_version: str | None = column("the version of the scenario's target (the proxy's, behind which Nginx serves)")
     server_connections: int | None = column("TCP connections the Nginx file server accepted during the run (its "
                                             "stub_status; behind a proxy: the proxy's connections to it)")
-    server_off_protocol_requests: int | None = column("an HTTP/2 scenario: requests the file server answered on the "
-                                                      "tools' port in another HTTP version (its log; 0 when every "
-                                                      "request was HTTP/2)")
     proxy_cpu_pct: float | None = column("a proxy target's CPU over the load window, 100 = one core (also in "
                                          "target_cpu_pct; the file server's is the difference)")
     wire_connections: int | None = column("TCP connections the tool opened on the wire (--capture)")
@@ -145,6 +139,13 @@ class RunRow(Figures, RunSetup):
     mem_growth_mb_per_s: float | None = column("the slope of the tool's RSS over its load window (least squares over "
                                                "top's frames, 3 at least), MiB/s: memory that grows with time or "
                                                "requests at a fixed VU count")
+    # HTTP/2 (issue 38): harness/row/target.py check_protocol.
+    protocol: str = column("the HTTP version the tool was told to speak: http/1.1, h2 (over TLS, ALPN) or h2c "
+                           "(cleartext, prior knowledge)", "http/1.1")
+    streams: int = column("HTTP/2: the requests in flight per connection asked for (vus / streams connections)", 1)
+    server_off_protocol_requests: int | None = column("an HTTP/2 scenario: requests the file server answered on the "
+                                                      "tools' port in another HTTP version (its log; 0 when every "
+                                                      "request was HTTP/2)")
 
 
 COLUMNS = [f.name for f in fields(RunRow)]
