@@ -167,3 +167,18 @@ def test_the_record_keeps_the_servers_count_for_rederive(tmp_path):
     record.save(tmp_path)
     again = RunRecord.load(tmp_path)
     assert again.server_off_protocol == {"HTTP/1.1": 3} and again.scenario["protocol"] == "h2c"
+
+
+def test_the_wire_keeps_connections_and_handshakes_of_an_http2_run_but_pairs_no_request():
+    """The wire's request pairing is HTTP/1.1's (one request, then its response, per connection): over HTTP/2
+    its pairs would be frames, not requests."""
+    from harness.row import wire
+    summary = {"pairs": 5000, "p50_ms": 0.2, "p99_ms": 1.0, "connect_p50_ms": 0.05, "connections": 1}
+    h2c = row(protocol="h2c", streams=20, lat_p50_ms=0.3)
+    wire.fill(h2c, summary)
+    assert (h2c.wire_connections, h2c.wire_connect_ms) == (1, 0.05)
+    assert h2c.wire_requests is None and h2c.wire_p50_ms is None and h2c.tool_error_p50_ms is None
+    assert "request pairing is HTTP/1.1's" in h2c.notes
+    http1 = row(protocol="http/1.1", lat_p50_ms=0.3)
+    wire.fill(http1, summary)
+    assert http1.wire_requests == 5000 and http1.wire_p50_ms == 0.2

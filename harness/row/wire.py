@@ -16,6 +16,14 @@ def fill(row: RunRow, capture: dict, probe_gets: int = 0, stops_timing_before_cl
     if "error" in capture:
         _note(row, f"wire capture unreadable: {capture['error']}")
         return
+    row.wire_connect_ms = capture.get("connect_p50_ms")      # summaries stored before it lack the key
+    row.wire_connections = capture.get("connections")
+    if row.protocol in ("h2", "h2c"):
+        # Streams interleave on a connection and frames (SETTINGS, WINDOW_UPDATE, PING) travel between them:
+        # the request/response runs the wire pairs are HTTP/1.1's, so only connections and handshakes hold.
+        _note(row, "wire: connections and handshake only; its request pairing is HTTP/1.1's and reads no HTTP/2 "
+                   "request")
+        return
     row.wire_requests = capture["pairs"] - probe_gets
     row.wire_p50_ms, row.wire_p99_ms = capture["p50_ms"], capture["p99_ms"]
     if capture.get("after_close"):
@@ -25,8 +33,6 @@ def fill(row: RunRow, capture: dict, probe_gets: int = 0, stops_timing_before_cl
         row.wire_p50_ms, row.wire_p99_ms = capture["p50_until_stop_ms"], capture["p99_until_stop_ms"]
         _note(row, f"wire p50/p99 leave out {capture['answered_after_stop']:,} responses that ended after the "
                    f"tool's last request: {row.tool} does not time the requests in flight when it stops")
-    row.wire_connect_ms = capture.get("connect_p50_ms")      # summaries stored before it lack the key
-    row.wire_connections = capture.get("connections")
     if row.wire_connections and row.wire_requests is not None:
         row.wire_requests_per_connection = row.wire_requests / row.wire_connections
     if row.lat_p50_ms is not None and row.wire_p50_ms is not None:
