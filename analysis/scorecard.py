@@ -53,10 +53,17 @@ COLUMNS: dict[str, str] = {
                      "list-tools says why not), and its RPS change against keep-alive where scenarios/targets.yaml ran",
     "tls": "whether the tool can load an HTTPS target with a self-signed certificate, and its RPS change against "
            "plain HTTP where scenarios/targets.yaml ran",
+    "h2": "whether the tool speaks HTTP/2 over TLS (its adapter's declaration; checked at the file server on every "
+          "run), and its RPS change against HTTP/1.1 over TLS at the same VUs and RTT, one stream per connection, "
+          "where scenarios/protocols.yaml ran",
+    "h2c": "whether the tool speaks cleartext HTTP/2 with prior knowledge, and its RPS change against plain "
+           "HTTP/1.1 at the same VUs and RTT, one stream per connection, where scenarios/protocols.yaml ran",
 }
 HEADERS = {"req_per_cpu_s": "req / CPU-s", "max_vus_ok": "ok up to VUs", "p50_error_ms": "p50 − wire ms",
            "p99_error_ms": "p99 − wire ms", "stall": "stall test", "mem_per_vu_kb": "KiB / VU",
-           "rps_cv": "RPS CV", "open_model": "open model", "keepalive_off": "keep-alive off", "tls": "TLS"}
+           "rps_cv": "RPS CV", "open_model": "open model", "keepalive_off": "keep-alive off", "tls": "TLS",
+           "h2": "h2", "h2c": "h2c"}
+FEATURES = ("keepalive_off", "tls", "h2", "h2c")
 
 
 def _runs_source(runs: pd.DataFrame) -> str:
@@ -200,8 +207,8 @@ def open_model_cells(df: pd.DataFrame, declarations: Callable[[str], tuple[bool,
 
 
 def feature_cells(df: pd.DataFrame, feature: str, declared: Callable[[str], bool | str | None]) -> dict[str, Cell]:
-    """keep-alive off / TLS: the declaration, and the measured RPS change against the plain setup."""
-    changed = (df["keepalive"].astype(str) == "False") if feature == "keepalive_off" else (df["tls"].astype(str) == "True")
+    """keep-alive off / TLS / h2 / h2c: the declaration, and the measured RPS change against its baseline."""
+    changed, baseline = _changed_and_baseline(df, feature)
     cells = {}
     for label, runs in df.groupby("label"):
         answer = declared(runs["tool"].iloc[0])
@@ -211,19 +218,34 @@ def feature_cells(df: pd.DataFrame, feature: str, declared: Callable[[str], bool
         if answer is not True:
             cells[label] = Cell("no", 0.0, f"tools/{runs['tool'].iloc[0]}/adapter.py: {answer}", {"answer": "no"})
             continue
-        cost = _measured_change(runs, changed.loc[runs.index])
+        cost = _measured_change(runs, changed.loc[runs.index], baseline.loc[runs.index])
         text = "yes" if cost is None else f"yes: RPS {cost[0]:+.0%} ({cost[1]})"
         declared_yes = (f"tools/{runs['tool'].iloc[0]}/adapter.py: {feature} = True; not measured in these results "
-                        "(scenarios/targets.yaml)")
+                        f"(scenarios/{'protocols' if feature in ('h2', 'h2c') else 'targets'}.yaml)")
         cells[label] = Cell(text, 1.0 if cost is None else 1.0 + cost[0], cost[2] if cost else declared_yes,
                             {"answer": "yes", "change": None if cost is None else cost[0]})
     return cells
 
 
-def _measured_change(runs: pd.DataFrame, changed: pd.Series) -> tuple[float, str, str] | None:
-    """(RPS ratio - 1, scenario, source) of the changed setup against the plain one at the same VUs and RTT."""
+def _changed_and_baseline(df: pd.DataFrame, feature: str) -> tuple[pd.Series, pd.Series]:
+    """The rows that have the feature, and the rows each is compared with: the plain setup (Nginx, keep-alive,
+    HTTP/1.1 without TLS), or for h2 HTTP/1.1 over TLS; HTTP/2 at one stream per connection, like with like."""
+    protocol = df["protocol"].fillna("http/1.1") if "protocol" in df else pd.Series("http/1.1", index=df.index)
+    streams = pd.to_numeric(df["streams"], errors="coerce").fillna(1) if "streams" in df else 1
+    keepalive, tls = df["keepalive"].astype(str) == "True", df["tls"].astype(str) == "True"
+    http1, plain = protocol == "http/1.1", default_setup(df)
+    if feature == "keepalive_off":
+        return ~keepalive & http1, plain
+    if feature == "tls":
+        return tls & keepalive & http1, plain
+    tls_baseline = tls & keepalive & http1 & (df["target"] == "nginx") & df["backend_delay_ms"].isna()
+    return (protocol == feature) & (streams == 1), tls_baseline if feature == "h2" else plain
+
+
+def _measured_change(runs: pd.DataFrame, changed: pd.Series, baseline: pd.Series) -> tuple[float, str, str] | None:
+    """(RPS ratio - 1, scenario, source) of the changed setup against its baseline at the same VUs and RTT."""
     ok = runs[(runs["status"] == OK) & (runs["target"].fillna("nginx") == "nginx") & runs["backend_delay_ms"].isna()]
-    plain = ok[default_setup(ok)]
+    plain = ok[baseline.loc[ok.index]]
     for scenario, mine in ok[changed.loc[ok.index]].groupby("scenario"):
         base = plain[(plain["vus"] == mine["vus"].iloc[0]) & (plain["rtt_target_ms"] == mine["rtt_target_ms"].iloc[0])]
         if len(base):
@@ -269,7 +291,7 @@ def build(df: pd.DataFrame, declarations=adapter_declarations) -> list[dict]:
                "p99_error_ms": wire_error_cells(df, "tool_error_p99_ms"),
                "stall": stall_cells(df), "mem_per_vu_kb": mem_cells(df),
                "rps_cv": stability_cells(df), "open_model": open_model_cells(df, declarations),
-               **{feature: feature_cells(df, feature, declared_feature(feature)) for feature in ("keepalive_off", "tls")}}
+               **{feature: feature_cells(df, feature, declared_feature(feature)) for feature in FEATURES}}
     missing = {column: _missing(column, df) for column in columns}
     rows = []
     for label in sorted(df["label"].unique()):
@@ -321,7 +343,7 @@ def sentence(label: str, row: dict) -> str:
     if model:
         clauses.append({"yes": "can pace an arrival rate", "no": "closed model only",
                         "not wired": "open model not wired here"}[model])
-    for column, name in (("keepalive_off", "keep-alive off"), ("tls", "TLS")):
+    for column, name in (("keepalive_off", "keep-alive off"), ("tls", "TLS"), ("h2", "h2"), ("h2c", "h2c")):
         facts = row[column].facts
         if facts.get("answer") == "no":
             clauses.append(f"no {name}")
