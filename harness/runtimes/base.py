@@ -187,8 +187,8 @@ class Runtime(AbstractContextManager, ABC):
         """Why this runtime cannot run ``scenario`` yet (None: it can); such runs become rows
         with status unsupported."""
         if not self.any_target and not Setup.of(scenario).is_default:
-            return (f"the {self.name} runtime serves only the plain Nginx target; target, tls and backend_delay_ms "
-                    "run on the host and docker runtimes (targets/README.md)")
+            return (f"the {self.name} runtime serves only the plain Nginx target; target, tls, backend_delay_ms and "
+                    "protocol run on the host and docker runtimes (targets/README.md)")
         return None
 
     target_ids: frozenset[str] = frozenset({"nginx"})   # the targets the suite's scenarios use (set by the runner)
