@@ -209,6 +209,8 @@ def open_model_cells(df: pd.DataFrame, declarations: Callable[[str], tuple[bool,
 def feature_cells(df: pd.DataFrame, feature: str, declared: Callable[[str], bool | str | None]) -> dict[str, Cell]:
     """keep-alive off / TLS / h2 / h2c: the declaration, and the measured RPS change against its baseline."""
     changed, baseline = _changed_and_baseline(df, feature)
+    # HTTP/2's "no" goes into the sentence only where the results hold an HTTP/2 scenario (the column has it always).
+    said = feature not in ("h2", "h2c") or bool(changed.any())
     cells = {}
     for label, runs in df.groupby("label"):
         answer = declared(runs["tool"].iloc[0])
@@ -216,7 +218,8 @@ def feature_cells(df: pd.DataFrame, feature: str, declared: Callable[[str], bool
             cells[label] = Cell("unknown: no adapter of that name here", None, "")
             continue
         if answer is not True:
-            cells[label] = Cell("no", 0.0, f"tools/{runs['tool'].iloc[0]}/adapter.py: {answer}", {"answer": "no"})
+            cells[label] = Cell("no", 0.0, f"tools/{runs['tool'].iloc[0]}/adapter.py: {answer}",
+                                {"answer": "no"} if said else {})
             continue
         cost = _measured_change(runs, changed.loc[runs.index], baseline.loc[runs.index])
         text = "yes" if cost is None else f"yes: RPS {cost[0]:+.0%} ({cost[1]})"

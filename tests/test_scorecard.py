@@ -163,3 +163,14 @@ def test_a_column_no_tool_has_is_said_once_on_the_page(report_of):
     html = report_of(SAMPLE).read_text()
     assert html.count("not captured: run with CAPTURE=1") == 2      # p50 and p99, once each, not per tool
     assert ">p50 − wire ms</th>" not in html
+
+
+def test_http2_is_in_every_tools_column_but_in_a_sentence_only_where_an_http2_scenario_ran():
+    rows = card(QUICK3 or SAMPLE)
+    wrk = next(r for r in rows if r["tool"].startswith("wrk"))
+    assert wrk["h2"].text == "no" and "wrk speaks HTTP/1.1 only" in wrk["h2"].source
+    assert not [r["sentence"] for r in rows if re.search(r"no h2|h2c? (costs|changes)", r["sentence"])]
+    df = with_limits(load_results(*(QUICK3 or SAMPLE)))
+    df.loc[df.index[:1], "protocol"] = "h2c"                 # one row of an HTTP/2 scenario
+    said = {r["tool"]: r["sentence"] for r in scorecard.build(df)}
+    assert "no h2c" in said[next(t for t in said if t.startswith("wrk"))]
