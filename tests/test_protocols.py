@@ -98,6 +98,8 @@ def test_each_tool_is_told_the_protocol_and_the_streams():
     assert "-h2" in TOOLS["hey"].command(spec("h2", tls=True)) and "-h2" not in TOOLS["hey"].command(spec(tls=True))
     assert "--http2" in TOOLS["bombardier"].command(spec("h2", tls=True))
     assert TOOLS["k6"].command(spec("h2", tls=True)) == TOOLS["k6"].command(spec(tls=True))     # ALPN does it
+    assert "-Dlth.http2=true" in TOOLS["gatling"].command(spec("h2", tls=True))
+    assert "-Dlth.http2=true" not in TOOLS["gatling"].command(spec(tls=True))
 
 
 def test_the_file_server_speaks_h2_on_443_and_h2c_on_its_own_port(tmp_path):

@@ -5,6 +5,7 @@ from tools.gatling import simlog
 
 SIMULATION = "lth.LthSimulation"   # src/test/java/lth/LthSimulation.java, compiled at install
 CLOSE_MARK = "LTH_CONNECTION_CLOSE"  # the simulation prints it when -Dlth.keepalive=false took effect
+HTTP2_MARK = "LTH_HTTP2"             # and this when -Dlth.http2=true did
 # The JVM options gatling-maven-plugin 4.21 forks Gatling with on Java 17 (GatlingConstants.
 # DEFAULT_JVM_OPTIONS_GATLING), minus -XX:+HeapDumpOnOutOfMemoryError (a 1 GB dump in the cwd).
 JVM = ["-Xmx1G", "-XX:MaxInlineLevel=20", "-XX:MaxTrivialSize=12",
@@ -30,12 +31,16 @@ class Gatling(ToolAdapter):
     # Gatling trusts every certificate by default (gatling.ssl.useInsecureTrustManager = true, no
     # hostname verification) and speaks HTTP/1.1 unless enableHttp2 is set.
     tls = True
+    # -Dlth.http2=true: enableHttp2 in the simulation (ALPN over TLS), each user on its own connection.
+    h2 = True
+    h2c = "Gatling speaks HTTP/2 only when negotiated over TLS (ALPN): no prior-knowledge cleartext HTTP/2"
+    h2_connections = "per_vu"
 
     def command(self, spec: RunSpec) -> list[str]:
         return [
             "java", *JVM, *OFFLINE,
             f"-Dlth.url={spec.url}", f"-Dlth.vus={spec.vus}", f"-Dlth.duration={spec.duration_s}",
-            *([] if spec.keepalive else ["-Dlth.keepalive=false"]),
+            *([] if spec.keepalive else ["-Dlth.keepalive=false"]), *(["-Dlth.http2=true"] if spec.http2 else []),
             "-cp", f"{self.home}/classes:{self.home}/lib/*", "io.gatling.app.Gatling",
             "--simulation", SIMULATION, "--results-folder", str(spec.out_dir),
         ]
@@ -44,6 +49,9 @@ class Gatling(ToolAdapter):
         if not output.spec.keepalive and CLOSE_MARK not in output.stdout:
             raise ParseError(f"keep-alive off, but the simulation did not print {CLOSE_MARK}: the installed "
                              "classes predate -Dlth.keepalive (rerun tools/gatling/install.sh)")
+        if output.spec.http2 and HTTP2_MARK not in output.stdout:
+            raise ParseError(f"HTTP/2, but the simulation did not print {HTTP2_MARK}: the installed classes predate "
+                             "-Dlth.http2 (rerun tools/gatling/install.sh)")
         logs = sorted(output.spec.out_dir.glob("*/simulation.log"))
         if len(logs) != 1:
             raise ParseError(f"expected one <run>/simulation.log in the run folder, found {len(logs)}")

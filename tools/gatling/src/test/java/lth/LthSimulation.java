@@ -11,7 +11,8 @@ import java.time.Duration;
 /**
  * lth: -Dlth.vus users injected at once, each looping one GET of -Dlth.url for -Dlth.duration
  * seconds over its own keep-alive connection; with -Dlth.keepalive=false every request says
- * "Connection: close", so each one goes over a new connection.
+ * "Connection: close", so each one goes over a new connection; with -Dlth.http2=true the users speak
+ * HTTP/2 over TLS (enableHttp2: ALPN), each on its own connection.
  */
 public class LthSimulation extends Simulation {
 
@@ -22,6 +23,8 @@ public class LthSimulation extends Simulation {
   // Printed when keep-alive is off: the adapter checks it (an install older than this source would
   // ignore -Dlth.keepalive and keep the connections open).
   static final String CLOSE_MARK = "LTH_CONNECTION_CLOSE";
+  private static final boolean HTTP2 = Boolean.getBoolean("lth.http2");
+  static final String HTTP2_MARK = "LTH_HTTP2";
 
   private static String path() {
     String path = TARGET.getRawPath().isEmpty() ? "/" : TARGET.getRawPath();
@@ -35,6 +38,10 @@ public class LthSimulation extends Simulation {
             .disableWarmUp()
             // every request goes to the server (no If-None-Match/If-Modified-Since, no 304s)
             .disableCaching();
+    if (HTTP2) {
+      System.out.println(HTTP2_MARK);
+      protocol = protocol.enableHttp2();
+    }
     if (KEEPALIVE) {
       return protocol;
     }
