@@ -6,6 +6,7 @@ import csv
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -89,6 +90,18 @@ def test_a_proxy_that_does_not_serve_the_file_is_refused_in_one_line(tmp_path):
 TYPED = "ka-off-vu20-rtt0.1,tls-vu20-rtt0.1,haproxy-vu16,delay0-1000-vu1000"
 
 
+def bench_all(bench_quick, runtime: str, *arguments: str, returncode: int = 0,
+              test_tools: Path | None = None) -> tuple[Path, list[dict], str]:
+    """`make bench-all ARGUMENTS DURATION=3` in the runtime's as-typed clone (the quick start's, shared): the
+    results folder it left, its rows and what make printed."""
+    clone = bench_quick(runtime).latest.parent.parent
+    result = make_as_typed(clone, "bench-all", *arguments, "DURATION=3", test_tools=test_tools)
+    output = result.stdout + result.stderr
+    assert result.returncode == returncode, output[-3000:]
+    latest = clone / "results" / "latest"
+    return latest, list(csv.DictReader((latest / "runs.csv").open())), output
+
+
 def test_make_bench_all_targets_as_typed_on_the_host(bench_quick):
     """`make bench-all RUNTIME=host SCENARIOS=scenarios/targets.yaml:... TOOLS=wrk,oha,h2load CAPTURE=1` in the
     clone: keep-alive off checked on the wire, TLS, a proxy with its CPU apart, the slow backend held,
@@ -96,13 +109,9 @@ def test_make_bench_all_targets_as_typed_on_the_host(bench_quick):
     tools = {"wrk", "oha", "h2load"}
     if selected_tools() is not None and not tools <= selected_tools():
         pytest.skip("wrk, oha and h2load are not among the selected tools")
-    clone = bench_quick("host").latest.parent.parent
-    result = make_as_typed(clone, "bench-all", "RUNTIME=host", f"SCENARIOS=scenarios/targets.yaml:{TYPED}",
-                           "TOOLS=wrk,oha,h2load", "DURATION=3", "CAPTURE=1")
-    output = result.stdout + result.stderr
-    assert result.returncode == 0, output[-3000:]
-    latest = clone / "results" / "latest"
-    rows = {(r["scenario"], r["tool"]): r for r in csv.DictReader((latest / "runs.csv").open())}
+    latest, runs, _ = bench_all(bench_quick, "host", "RUNTIME=host", f"SCENARIOS=scenarios/targets.yaml:{TYPED}",
+                                "TOOLS=wrk,oha,h2load", "CAPTURE=1")
+    rows = {(r["scenario"], r["tool"]): r for r in runs}
     assert len(rows) == 4 * 3
     unsupported = rows[("ka-off-vu20-rtt0.1", "h2load")]
     assert unsupported["status"] == "unsupported" and unsupported["error"].startswith("keep-alive off not supported: ")
@@ -136,13 +145,9 @@ def test_make_bench_all_targets_as_typed_in_docker(bench_quick):
     container, TLS ended in the Nginx container."""
     if selected_tools() is not None and "wrk" not in selected_tools():
         pytest.skip("wrk is not among the selected tools")
-    clone = bench_quick("docker").latest.parent.parent
-    result = make_as_typed(clone, "bench-all", "SCENARIOS=scenarios/targets.yaml:tls-vu20-rtt0.1,haproxy-vu16",
-                           "TOOLS=wrk", "DURATION=3")
-    output = result.stdout + result.stderr
-    assert result.returncode == 0, output[-3000:]
-    latest = clone / "results" / "latest"
-    rows = {r["scenario"]: r for r in csv.DictReader((latest / "runs.csv").open())}
+    latest, runs, _ = bench_all(bench_quick, "docker", "SCENARIOS=scenarios/targets.yaml:tls-vu20-rtt0.1,haproxy-vu16",
+                                "TOOLS=wrk")
+    rows = {r["scenario"]: r for r in runs}
     assert {r["status"] for r in rows.values()} == {"ok"}, rows
     assert rows["haproxy-vu16"]["runtime"] == "docker" and float(rows["haproxy-vu16"]["proxy_cpu_pct"]) > 0
     assert (latest / rows["haproxy-vu16"]["run_dir"] / "upstream.log").is_file()
@@ -158,15 +163,14 @@ def test_make_bench_all_protocols_as_typed_on_the_host(bench_quick):
     tools = {"h2load", "oha", "vegeta", "k6", "wrk"}
     if selected_tools() is not None and not tools <= selected_tools():
         pytest.skip("h2load, oha, vegeta, k6 and wrk are not among the selected tools")
-    clone = bench_quick("host").latest.parent.parent
-    result = make_as_typed(clone, "bench-all", "RUNTIME=host", f"SCENARIOS=scenarios/protocols.yaml:{PROTOCOLS_TYPED}",
-                           "TOOLS=h2load,oha,vegeta,k6,wrk,fault-h2-fallback", "DURATION=3",
-                           test_tools=REPO / "tests" / "fault_tools")
-    output = result.stdout + result.stderr
     # The fault's failed row makes the harness exit 1, and make 2; everything else ran.
-    assert result.returncode == 2 and "13 of 18 runs ok, 4 unsupported" in output, output[-3000:]
+    latest, runs, output = bench_all(bench_quick, "host", "RUNTIME=host",
+                                     f"SCENARIOS=scenarios/protocols.yaml:{PROTOCOLS_TYPED}",
+                                     "TOOLS=h2load,oha,vegeta,k6,wrk,fault-h2-fallback", returncode=2,
+                                     test_tools=REPO / "tests" / "fault_tools")
+    assert "13 of 18 runs ok, 4 unsupported" in output, output[-3000:]
     assert "failed: h2-vu20-rtt0.1 fault-h2-fallback: protocol h2 was asked" in output
-    rows = {(r["scenario"], r["tool"]): r for r in csv.DictReader((clone / "results" / "latest" / "runs.csv").open())}
+    rows = {(r["scenario"], r["tool"]): r for r in runs}
     assert len(rows) == 3 * 6
     status = {key: row["status"] for key, row in rows.items()}
     h2 = {tool for (scenario, tool), s in status.items() if scenario == "h2-vu20-rtt0.1" and s == "ok"}
@@ -188,7 +192,7 @@ def test_make_bench_all_protocols_as_typed_on_the_host(bench_quick):
     assert rows[("h2-vu20-rtt0.1", "wrk")]["error"] == \
         "h2 not supported: wrk speaks HTTP/1.1 only (HTTP/2 is wrk issues #254 and #499)"
     assert rows[("h2c-vu20-s20-rtt0.1", "k6")]["error"].startswith("h2c not supported: k6 speaks HTTP/2 only")
-    html = (clone / "results" / "latest" / "report" / "index.html").read_text()
+    html = (latest / "report" / "index.html").read_text()
     assert 'id="http2-table"' in html and "the tool did not speak HTTP/2" in html
 
 
@@ -197,12 +201,8 @@ def test_make_bench_all_protocols_as_typed_in_docker(bench_quick):
     is mounted at the same path), oha and vegeta speak h2 to it and h2c on port 81."""
     if selected_tools() is not None and not {"oha", "vegeta"} <= selected_tools():
         pytest.skip("oha and vegeta are not among the selected tools")
-    clone = bench_quick("docker").latest.parent.parent
-    result = make_as_typed(clone, "bench-all", "SCENARIOS=scenarios/protocols.yaml:h2-vu20-rtt0.1,h2c-vu20-s20-rtt0.1",
-                           "TOOLS=oha,vegeta", "DURATION=3")
-    output = result.stdout + result.stderr
-    assert result.returncode == 0, output[-3000:]
-    rows = list(csv.DictReader((clone / "results" / "latest" / "runs.csv").open()))
+    _, rows, _ = bench_all(bench_quick, "docker", "SCENARIOS=scenarios/protocols.yaml:h2-vu20-rtt0.1,h2c-vu20-s20-rtt0.1",
+                           "TOOLS=oha,vegeta")
     assert len(rows) == 4 and {r["status"] for r in rows} == {"ok"}, [r["error"] for r in rows]
     for row in rows:
         assert row["runtime"] == "docker" and row["server_off_protocol_requests"] == "0", row
