@@ -111,7 +111,8 @@ def _nothing_supported(plan: "Plan") -> str | None:
     if not reasons or len(reasons) < len(plan.scenarios) * len(plan.tools) or not all(r for _, r in reasons):
         return None
     tool, reason = reasons[0]
-    return f"nothing to run: {tool}: {reason}; pick tools that can (make list-tools shows keep-alive off, TLS, h2 and h2c)"
+    return (f"nothing to run: {tool}: {reason}; pick tools that can (make list-tools shows keep-alive off, TLS, h2 "
+            "and h2c)")
 
 
 def check(plan: "Plan", runtime: "Runtime") -> None:

@@ -28,7 +28,7 @@ from harness.targets.file_server import TARGET_FILE, Target, stage as stage_file
 FILE_SERVER = "nginx"
 LOAD_PORT, TLS_PORT, UPSTREAM_PORT, H2C_PORT = 80, 443, 8080, 81
 # An HTTP/2 stack's file server logs each request of another HTTP version on the tools' port, but the harness's
-# own (User-Agent lth-*: harness/targets/file_server.py HARNESS_AGENT, the RTT probe's): the tool's fallback, counted per run.
+# own (User-Agent lth-*: file_server.py HARNESS_AGENT, the RTT probe's): a tool's fallback, counted per run.
 PROTOCOL_LOG = "protocol.log"
 ECHO_MODULE = Path("/usr/lib/nginx/modules/ngx_http_echo_module.so")   # Debian's libnginx-mod-http-echo
 UNDELAYED = "/lth-undelayed"   # the file without the backend delay, for the RTT probe

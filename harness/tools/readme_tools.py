@@ -1,6 +1,7 @@
 """The README's tool table, generated from the manifests (tools/<id>/tool.toml: version, origin, figures)
-and the adapters (their concurrency_model), so that what a tool declares lives in one place: ``python -m harness.tools.readme_tools`` (``make readme-tools``) rewrites the table in
-README.md; tests/tools/test_manifests.py fails when README and manifests disagree."""
+and the adapters (their concurrency_model and capabilities), so that what a tool declares lives in one place:
+``python -m harness.tools.readme_tools`` (``make readme-tools``) rewrites the table in
+README.md; tests/tools/test_manifests.py fails when README and the declarations disagree."""
 from __future__ import annotations
 
 import re
