@@ -246,10 +246,12 @@ def _changed_and_baseline(df: pd.DataFrame, feature: str) -> tuple[pd.Series, pd
 
 
 def _measured_change(runs: pd.DataFrame, changed: pd.Series, baseline: pd.Series) -> tuple[float, str, str] | None:
-    """(RPS ratio - 1, scenario, source) of the changed setup against its baseline at the same VUs and RTT."""
+    """(RPS ratio - 1, scenario, source) of the changed setup against its baseline at the same VUs and RTT, in the
+    scenario with the lowest RTT and most VUs that has both (where the tool is pushed, as for req / CPU-s)."""
     ok = runs[(runs["status"] == OK) & (runs["target"].fillna("nginx") == "nginx") & runs["backend_delay_ms"].isna()]
     plain = ok[baseline.loc[ok.index]]
-    for scenario, mine in ok[changed.loc[ok.index]].groupby("scenario"):
+    changed_ok = ok[changed.loc[ok.index]].sort_values(["rtt_target_ms", "vus"], ascending=[True, False])
+    for scenario, mine in changed_ok.groupby("scenario", sort=False):
         base = plain[(plain["vus"] == mine["vus"].iloc[0]) & (plain["rtt_target_ms"] == mine["rtt_target_ms"].iloc[0])]
         if len(base):
             return (mine["rps"].median() / base["rps"].median() - 1, scenario,
