@@ -27,6 +27,7 @@ MAX_STALL_MS = 600_000
 
 MAX_DELAY_MS = 60_000
 MAX_STREAMS = 1000
+HTTP2_PROTOCOLS = ("h2", "h2c")   # the scenario protocols that are HTTP/2 (issue 38)
 
 
 RATE_TOLERANCE = 0.05   # a tool achieving less than 95% of the target rate is flagged rate_ok=false

@@ -3,6 +3,7 @@ really opened a connection per request (the wire's count, else the file server's
 was HTTP/2 at the file server (issue 38)."""
 from __future__ import annotations
 
+from harness.scenarios import HTTP2_PROTOCOLS
 from harness.store.record import RunRecord
 from harness.store.results import RunRow
 
@@ -45,7 +46,7 @@ def check_protocol(row: RunRow, off_protocol: dict | None, probed_under_load: bo
     HTTP version (a tool that fell back to HTTP/1.1 over ALPN) fails the run; the connections it accepted
     against those asked for (vus / streams) are noted when they differ, unless the RTT probe ran beside the
     load (Toxiproxy's loaded probe opens connections of its own, which the file server counts too)."""
-    if row.protocol not in ("h2", "h2c") or off_protocol is None:
+    if row.protocol not in HTTP2_PROTOCOLS or off_protocol is None:
         return
     row.server_off_protocol_requests = sum(off_protocol.values())
     if row.status != "ok":

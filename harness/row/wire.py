@@ -3,6 +3,7 @@ it in the run's record: the pcap itself is deleted once parsed unless --keep-pca
 schedule fidelity columns from the same summary (harness/network/fidelity.py)."""
 from __future__ import annotations
 
+from harness.scenarios import HTTP2_PROTOCOLS
 from harness.store.results import RunRow
 
 
@@ -18,7 +19,7 @@ def fill(row: RunRow, capture: dict, probe_gets: int = 0, stops_timing_before_cl
         return
     row.wire_connect_ms = capture.get("connect_p50_ms")      # summaries stored before it lack the key
     row.wire_connections = capture.get("connections")
-    if row.protocol in ("h2", "h2c"):
+    if row.protocol in HTTP2_PROTOCOLS:
         # Streams interleave on a connection and frames (SETTINGS, WINDOW_UPDATE, PING) travel between them:
         # the request/response runs the wire pairs are HTTP/1.1's, so only connections and handshakes hold.
         _note(row, "wire: connections and handshake only; its request pairing is HTTP/1.1's and reads no HTTP/2 "

@@ -6,7 +6,7 @@ different test. ``matrix`` is what ``list-tools`` and the README's tool table pr
 """
 from __future__ import annotations
 
-from harness.scenarios import Scenario
+from harness.scenarios import HTTP2_PROTOCOLS, Scenario
 from harness.tools import openmodel
 from harness.tools.adapter import ToolAdapter
 
@@ -40,7 +40,7 @@ def unsupported_reason(scenario: Scenario, adapter: ToolAdapter) -> str | None:
 
 def streams_reason(scenario: Scenario, adapter: ToolAdapter) -> str | None:
     """Why the tool cannot hold the scenario's streams per connection (None: it can, or HTTP/1.1)."""
-    if scenario.protocol not in ("h2", "h2c"):
+    if scenario.protocol not in HTTP2_PROTOCOLS:
         return None
     model = h2_connections(adapter, scenario.protocol)
     fits = {"any": True, "per_vu": scenario.streams == 1, "one": scenario.streams == scenario.vus}
