@@ -1,8 +1,9 @@
-"""The report's HTTP/2 section (issue 38; scenarios/protocols.yaml): for every tool, runtime, VU level and RTT
-that has an HTTP/2 scenario, each protocol and streams setting run there, HTTP/1.1 included: RPS, p50/p99,
-requests per CPU-second of the tool and of the target, and the connections the file server accepted. Each
-HTTP/2 line is compared with HTTP/1.1 at the same VUs and RTT over the same transport (h2 with HTTP/1.1 over
-TLS, h2c with plain HTTP/1.1). Medians over the repeats of ok runs; an unsupported or failed run says why.
+"""The report's HTTP/2 section (issue 38; scenarios/protocols.yaml): for every tool, runtime, target, VU level and
+RTT that has an HTTP/2 scenario, each protocol and streams setting run there, HTTP/1.1 included: RPS, p50/p99,
+requests per CPU-second of the tool and of the target, and the connections the file server accepted (the tool's
+when it loads Nginx itself; behind a proxy they are the proxy's, and left out). Each HTTP/2 line is compared with
+HTTP/1.1 at the same target, VUs and RTT over the same transport (h2 with HTTP/1.1 over TLS, h2c with plain
+HTTP/1.1). Medians over the repeats of ok runs; an unsupported or failed run says why.
 """
 from __future__ import annotations
 
@@ -11,15 +12,15 @@ import pandas as pd
 from analysis.numbers import number
 
 OK = "ok"
-LEVEL = ["runtime", "tool", "vus", "rtt_target_ms"]
+LEVEL = ["runtime", "tool", "target", "vus", "rtt_target_ms"]
 SETTING = ["protocol", "streams", "tls", "scenario"]
 HTTP2 = ("h2", "h2c")
 ORDER = {"http/1.1": 0, "h2": 1, "h2c": 2}
 
 
-def _nginx_closed_loop(df: pd.DataFrame) -> pd.DataFrame:
-    """Runs against Nginx itself, keep-alive on, no delay, rate or stall: the protocol is what differs."""
-    plain = (df["target"] == "nginx") & (df["keepalive"].astype(str) == "True") & df["backend_delay_ms"].isna()
+def _closed_loop(df: pd.DataFrame) -> pd.DataFrame:
+    """Runs with keep-alive on, no backend delay, rate or stall: the protocol (and the target) is what differs."""
+    plain = (df["keepalive"].astype(str) == "True") & df["backend_delay_ms"].isna()
     for column in ("rate_target_rps", "stall_ms"):
         if column in df:
             plain &= df[column].isna()
@@ -35,17 +36,18 @@ def _medians(ok: pd.DataFrame) -> pd.DataFrame:
 
 
 def table(df: pd.DataFrame) -> list[dict]:
-    """One line per tool, runtime, VU level, RTT and protocol setting, where the level has an HTTP/2 scenario."""
+    """One line per tool, runtime, target, VU level, RTT and protocol setting, where the level has an HTTP/2
+    scenario."""
     if df.empty or "protocol" not in df or not df["protocol"].isin(HTTP2).any():
         return []
-    runs = _nginx_closed_loop(df)
+    runs = _closed_loop(df)
     levels = runs[runs["protocol"].isin(HTTP2)][LEVEL].drop_duplicates()
     runs = runs.merge(levels, on=LEVEL)
     medians = _medians(runs[runs["status"] == OK])
     rows = []
     for key, group in runs.groupby(LEVEL + SETTING, dropna=False):
-        level, setting = dict(zip(LEVEL, key[:4])), dict(zip(SETTING, key[4:]))
-        row = {"tool": level["tool"], "runtime": level["runtime"], "VUs": int(level["vus"]),
+        level, setting = dict(zip(LEVEL, key[:len(LEVEL)])), dict(zip(SETTING, key[len(LEVEL):]))
+        row = {"tool": level["tool"], "runtime": level["runtime"], "target": level["target"], "VUs": int(level["vus"]),
                "RTT ms": number(level["rtt_target_ms"]), "protocol": _protocol(setting),
                "streams": int(setting["streams"]), "scenario": setting["scenario"]}
         mine = medians[(medians[LEVEL + SETTING] == pd.Series({**level, **setting})).all(axis=1)]
@@ -55,13 +57,14 @@ def table(df: pd.DataFrame) -> list[dict]:
             continue
         now = mine.iloc[0]
         base = _baseline(medians, level, setting)
-        rows.append({**row, "result": "ok", "connections": number(now["server_connections"]),
+        connections = number(now["server_connections"]) if level["target"] == "nginx" else ""
+        rows.append({**row, "result": "ok", "connections": connections,
                      "RPS": number(now["rps"]), "vs HTTP/1.1": _change(now["rps"], base),
                      "p50 ms": number(now["lat_p50_ms"]), "p99 ms": number(now["lat_p99_ms"]),
                      "tool req/CPU-s": number(now["tool_rps_per_cpu_s"]),
                      "target req/CPU-s": number(now["target_rps_per_cpu_s"])})
-    return sorted(rows, key=lambda r: (r["runtime"], r["RTT ms"], r["VUs"], r["tool"],
-                                       ORDER[r["protocol"].split()[0]], r["protocol"], r["streams"]))
+    return sorted(rows, key=lambda r: (r["runtime"], r["target"] != "nginx", r["target"], r["RTT ms"], r["VUs"],
+                                       r["tool"], ORDER[r["protocol"].split()[0]], r["protocol"], r["streams"]))
 
 
 def _protocol(setting: dict) -> str:
@@ -69,7 +72,8 @@ def _protocol(setting: dict) -> str:
 
 
 def _baseline(medians: pd.DataFrame, level: dict, setting: dict) -> float | None:
-    """HTTP/1.1's RPS at the same level over the same transport (TLS for h2), for an HTTP/2 line."""
+    """HTTP/1.1's RPS at the same level (target included) over the same transport (TLS for h2), for an HTTP/2
+    line."""
     if setting["protocol"] not in HTTP2:
         return None
     same = medians[(medians[LEVEL] == pd.Series(level)).all(axis=1) & (medians["protocol"] == "http/1.1")

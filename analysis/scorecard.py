@@ -241,8 +241,9 @@ def _changed_and_baseline(df: pd.DataFrame, feature: str) -> tuple[pd.Series, pd
         return ~keepalive & http1, plain
     if feature == "tls":
         return tls & keepalive & http1, plain
-    tls_baseline = tls & keepalive & http1 & (df["target"] == "nginx") & df["backend_delay_ms"].isna()
-    return (protocol == feature) & (streams == 1), tls_baseline if feature == "h2" else plain
+    at_nginx = (df["target"] == "nginx") & df["backend_delay_ms"].isna()   # HTTP/2 through a proxy: report only
+    tls_baseline = tls & keepalive & http1 & at_nginx
+    return (protocol == feature) & (streams == 1) & at_nginx, tls_baseline if feature == "h2" else plain
 
 
 def _measured_change(runs: pd.DataFrame, changed: pd.Series, baseline: pd.Series) -> tuple[float, str, str] | None:

@@ -137,9 +137,10 @@ class Scenario(BaseModel):
             return "protocol h2 is HTTP/2 over TLS (ALPN): add tls: true, or use h2c (cleartext, prior knowledge)"
         if self.protocol == "h2c" and self.tls:
             return "protocol h2c is cleartext HTTP/2: drop tls: true, or use h2 (over TLS)"
-        if self.target != targets.FILE_SERVER:
-            return (f"protocol {self.protocol} is served by the nginx target only so far; target {self.target} "
-                    "speaks HTTP/1.1 to the tools")
+        target = targets.discover().get(self.target)
+        if target is not None and self.protocol not in target.protocols:
+            return (f"target {self.target} does not serve protocol {self.protocol} (its target.toml protocols: "
+                    f"{', '.join(target.protocols)}): use a target that does, e.g. nginx")
         if not self.keepalive:
             return f"keepalive: false with protocol {self.protocol}: an HTTP/2 connection is kept by definition"
         if self.rate_rps is not None:

@@ -118,7 +118,7 @@ def leftovers() -> list[str]:
     from harness.runtimes.docker import docker_available
     found = [f"netns {ns}" for ns in _lines(["ip", "netns", "list"]) if ns.startswith("lth-")]
     found += [f"link {link}" for link in _lines(["ip", "-o", "link", "show"]) if "lth-" in link]
-    for pattern in ("toxiproxy-server", "lth-capture.pcap", "/tmp/lth-target-"):   # proxy, tcpdump, host nginx
+    for pattern in ("toxiproxy-server", "lth-capture", "/tmp/lth-target-"):   # proxy, tcpdump, host nginx
         found += [f"process {pid} ({pattern})" for pid in _lines(["pgrep", "-f", pattern])]
     found += [f"orphaned nginx worker {pid}" for pid in _lines(["pgrep", "-P", "1", "-f", "nginx: worker"])]
     found += [f"folder {path}" for pattern in ("lth-target-*", "lth-generator-*") for path in Path("/tmp").glob(pattern)]

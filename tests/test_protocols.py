@@ -32,7 +32,6 @@ def scenario(**fields) -> Scenario:
     ({"streams": 4}, "streams is HTTP/2's requests in flight per connection: it needs protocol h2 or h2c"),
     ({"protocol": "h2c", "streams": 3}, "vus 20 is not a multiple of streams 3"),
     ({"protocol": "h3", "tls": True}, "protocol h3: Debian 12's Nginx (1.22) does not serve HTTP/3"),
-    ({"protocol": "h2c", "target": "haproxy"}, "protocol h2c is served by the nginx target only so far"),
     ({"protocol": "h2c", "keepalive": False}, "keepalive: false with protocol h2c"),
     ({"protocol": "h2c", "rate_rps": 100}, "rate_rps with protocol h2c"),
     ({"protocol": "http/2"}, "Input should be 'http/1.1', 'h2', 'h2c' or 'h3'"),
@@ -119,6 +118,53 @@ def test_the_file_server_speaks_h2_on_443_and_h2c_on_its_own_port(tmp_path):
     tls = targets.stage(Setup(tls=True), tmp_path / "tls", "198.18.0.2", "198.18.0.2", certificate)
     assert "listen 443 ssl backlog=8192;" in (tmp_path / "tls" / "files" / "lth-server.conf").read_text()
     assert tls.target.protocol_log is None and not (tmp_path / "tls" / "files" / "lth-http.conf").exists()
+
+
+def test_a_target_that_does_not_declare_http2_is_refused_with_the_way_out(tmp_path, monkeypatch):
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "target.toml").write_text('description = "d"\nrole = "proxy"\npackages = []\nconfig = "c"\n'
+                                       'command = ["p"]\nversion_command = ["p", "-v"]\n')
+    monkeypatch.setenv("LTH_EXTRA_TARGETS", str(tmp_path))
+    with pytest.raises(ValidationError) as refused:
+        scenario(protocol="h2c", target="plain")
+    assert ("target plain does not serve protocol h2c (its target.toml protocols: http/1.1): use a target that "
+            "does, e.g. nginx") in str(refused.value)
+    assert scenario(protocol="h2c", target="haproxy").connections == 20
+
+
+@pytest.mark.parametrize("proxy, h2, h2c, says", [
+    ("haproxy", "alpn h2,http/1.1", "bind :81 proto h2", "set-header X-Lth-Client-Protocol HTTP/%[req.ver]"),
+    ("caddy", "tls ", "protocols h1 h2c", "header_up X-Lth-Client-Protocol {http.request.proto}"),
+    ("nginx-proxy", "listen 443 ssl http2", "listen 81 http2", "X-Lth-Client-Protocol $server_protocol"),
+])
+def test_a_proxy_speaks_http2_to_the_tools_and_tells_the_file_server_what_its_client_spoke(tmp_path, proxy, h2, h2c,
+                                                                                           says):
+    certificate = targets.Certificate(tmp_path / "c.pem", tmp_path / "k.pem", tmp_path / "b.pem")
+    config = targets.get(proxy).config
+    over_tls = targets.stage(Setup(proxy, tls=True, protocol="h2"), tmp_path / "h2", "198.18.0.2", "198.18.0.3",
+                             certificate)
+    staged = (tmp_path / "h2" / "proxy" / config).read_text()
+    assert h2 in staged and says in staged
+    assert over_tls.target.url == "https://198.18.0.2:443/style.css" and over_tls.target.protocol_log is not None
+    cleartext = targets.stage(Setup(proxy, protocol="h2c"), tmp_path / "h2c", "198.18.0.2", "198.18.0.3", None)
+    assert h2c in (tmp_path / "h2c" / "proxy" / config).read_text()
+    assert cleartext.target.url == "http://198.18.0.2:81/style.css"
+    assert "listen 81" not in (tmp_path / "h2c" / "files" / "lth-server.conf").read_text()   # the proxy's port
+    assert "$http_x_lth_client_protocol" in (tmp_path / "h2c" / "files" / "lth-http.conf").read_text()
+    plain = targets.stage(Setup(proxy, tls=True), tmp_path / "plain", "198.18.0.2", "198.18.0.3", certificate)
+    assert "X-Lth-Client-Protocol" not in (tmp_path / "plain" / "proxy" / config).read_text()   # HTTP/1.1: as before
+    assert plain.target.protocol_log is None
+
+
+def test_behind_a_proxy_the_verdict_names_the_proxy_and_skips_the_connections():
+    fell_back = row(target="haproxy", server_connections=3)
+    row_target.check_protocol(fell_back, {"HTTP/1.1": 1000})
+    assert fell_back.status == "failed" and fell_back.error.startswith(
+        "protocol h2 was asked, but haproxy was sent (as it told the file server) 1,000 HTTP/1.1 on the tools' port")
+    spoke = row(target="haproxy", server_connections=3)      # the proxy's connections to the file server
+    row_target.check_protocol(spoke, {})
+    assert spoke.status == "ok" and not spoke.notes
 
 
 def test_the_log_of_other_versions_is_read_from_where_the_run_began(tmp_path):

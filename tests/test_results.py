@@ -63,7 +63,7 @@ ADDED_SINCE = [b"generators", b"limited_by", b"lat_below_resolution", b"mem_base
                b"wire_schedule", b"target", b"keepalive", b"tls", b"backend_delay_ms", b"target_stack",  # targets
                b"target_version", b"server_connections", b"proxy_cpu_pct", b"wire_connections",
                b"wire_requests_per_connection", b"mem_growth_mb_per_s",
-               b"protocol", b"streams", b"server_off_protocol_requests"]                           # HTTP/2
+               b"protocol", b"streams", b"server_off_protocol_requests", b"wire_h2_connections"]   # HTTP/2
 
 
 def test_the_header_is_byte_identical_to_a_real_runs_csv(tmp_path):

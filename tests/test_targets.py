@@ -22,7 +22,7 @@ def scenario(**fields) -> Scenario:
 
 def test_the_targets_are_folders_with_their_manifests():
     found = targets.discover()
-    assert set(found) == {"nginx", "nginx-proxy", "haproxy", "caddy"}
+    assert set(found) == {"nginx", "nginx-proxy", "haproxy", "caddy", "api"}
     assert found["nginx"].role == "server" and found["nginx"].image == "lth-target:latest"
     for proxy in ("nginx-proxy", "haproxy", "caddy"):
         adapter = found[proxy]
@@ -80,7 +80,7 @@ def test_scenario_fields_are_validated_in_one_line(tmp_path):
     assert scenario(backend_delay_ms="0..1000").delay_range_ms == (0.0, 1000.0)
     assert scenario(backend_delay_ms=50).delay_range_ms == (50.0, 50.0)
     assert Setup.of(scenario(target="haproxy", tls=True)) == Setup("haproxy", True, None)
-    for text, expected in [("target: envoy", "unknown target 'envoy'; available: caddy, haproxy, nginx, nginx-proxy"),
+    for text, expected in [("target: envoy", "unknown target 'envoy'; available: api, caddy, haproxy, nginx, nginx-proxy"),
                            ("backend_delay_ms: 5..1", "need 0 <= min <= max"),
                            ("backend_delay_ms: soon", "backend_delay_ms must be milliseconds (50) or a range"),
                            ("tls: maybe", "scenarios[0].tls: Input should be a valid boolean"),

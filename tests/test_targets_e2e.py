@@ -18,7 +18,9 @@ from harness.targets import Setup
 
 pytestmark = pytest.mark.e2e
 SETUPS = [Setup(), Setup(tls=True), Setup(delay_ms=(100.0, 100.0)), Setup("nginx-proxy"), Setup("haproxy", tls=True),
-          Setup("caddy"), Setup("caddy", tls=True), Setup(tls=True, protocol="h2"), Setup(protocol="h2c")]
+          Setup("caddy"), Setup("caddy", tls=True), Setup(tls=True, protocol="h2"), Setup(protocol="h2c"),
+          *(Setup(proxy, tls=True, protocol="h2") for proxy in ("nginx-proxy", "haproxy", "caddy")),
+          *(Setup(proxy, protocol="h2c") for proxy in ("nginx-proxy", "haproxy", "caddy"))]
 PROTOCOLS_TYPED = "h1tls-vu20-rtt0.1,h2-vu20-rtt0.1,h2c-vu20-s20-rtt0.1"
 
 
@@ -44,20 +46,22 @@ def test_every_setup_serves_the_file_with_keep_alive_and_counts_at_nginx():
             assert facts["target_version"] and facts["target_stack"].startswith(setup.target), facts
             assert bool(runtime._stack.pids("proxy")) == targets.get(setup.target).is_proxy
             if setup.http2:
-                assert_only_other_versions_are_logged(target, setup.protocol)
+                assert_only_other_versions_are_logged(target, setup)
     assert leftovers() == []
 
 
-def assert_only_other_versions_are_logged(target, protocol: str) -> None:
-    """The file server's log of the tools' port: the harness's own HTTP/1.1 requests (the check above, stub_status)
-    are not in it, an HTTP/2 request is not, an HTTP/1.1 request there is (h2: ALPN lets it fall back)."""
+def assert_only_other_versions_are_logged(target, setup: Setup) -> None:
+    """The file server's log of the tools' port (behind a proxy: of what the proxy's client spoke): the harness's
+    own HTTP/1.1 requests (the check above, stub_status) are not in it, an HTTP/2 request is not, an HTTP/1.1 request
+    there is (h2: ALPN lets it fall back; Caddy's h2c port answers HTTP/1.1 too)."""
+    protocol = setup.protocol
     curl = ["curl", "-sk", "-o", "/dev/null", "-w", "%{http_version}", target.url]
     assert target.off_protocol_requests(0) == {}, protocol
     assert subprocess.run([*curl[:-1], "--http2-prior-knowledge" if protocol == "h2c" else "--http2", target.url],
                           capture_output=True, text=True).stdout == "2"
     assert target.off_protocol_requests(0) == {}
     fallback = subprocess.run([*curl[:-1], "--http1.1", target.url], capture_output=True, text=True).stdout
-    if protocol == "h2":
+    if protocol == "h2" or setup.target == "caddy":
         assert fallback == "1.1" and target.off_protocol_requests(0) == {"HTTP/1.1": 1}
     else:                                                           # h2c's port speaks HTTP/2 only
         assert fallback != "1.1" and target.off_protocol_requests(0) == {}
@@ -156,17 +160,18 @@ def test_make_bench_all_targets_as_typed_in_docker(bench_quick):
 
 def test_make_bench_all_protocols_as_typed_on_the_host(bench_quick):
     """`make bench-all RUNTIME=host SCENARIOS=scenarios/protocols.yaml:... TOOLS=h2load,oha,vegeta,k6,wrk,
-    fault-h2-fallback DURATION=3` in the host clone (a run of its own: another scenario file than the shared
-    runs', with the suite's fault tool, h2load always told --h1 while it claims h2): each HTTP/2 row ok was
-    HTTP/2 at the file server with the connections asked for, the fallback is a failed row with the server's
-    count, a tool that cannot is an unsupported row with why, and HTTP/1.1 over TLS stays HTTP/1.1."""
+    fault-h2-fallback CAPTURE=1 DURATION=3` in the host clone (a run of its own: another scenario file than the
+    shared runs', with the suite's fault tool, h2load always told --h1 while it claims h2): each HTTP/2 row ok was
+    HTTP/2 at the file server with the connections asked for, and on the wire every connection opened in HTTP/2;
+    the fallback is a failed row with the server's count and the wire's ALPN offer, a tool that cannot is an
+    unsupported row with why, and HTTP/1.1 over TLS stays HTTP/1.1."""
     tools = {"h2load", "oha", "vegeta", "k6", "wrk"}
     if selected_tools() is not None and not tools <= selected_tools():
         pytest.skip("h2load, oha, vegeta, k6 and wrk are not among the selected tools")
     # The fault's failed row makes the harness exit 1, and make 2; everything else ran.
     latest, runs, output = bench_all(bench_quick, "host", "RUNTIME=host",
                                      f"SCENARIOS=scenarios/protocols.yaml:{PROTOCOLS_TYPED}",
-                                     "TOOLS=h2load,oha,vegeta,k6,wrk,fault-h2-fallback", returncode=2,
+                                     "TOOLS=h2load,oha,vegeta,k6,wrk,fault-h2-fallback", "CAPTURE=1", returncode=2,
                                      test_tools=REPO / "tests" / "fault_tools")
     assert "13 of 18 runs ok, 4 unsupported" in output, output[-3000:]
     assert "failed: h2-vu20-rtt0.1 fault-h2-fallback: protocol h2 was asked" in output
@@ -184,10 +189,12 @@ def test_make_bench_all_protocols_as_typed_on_the_host(bench_quick):
             continue
         assert row["server_off_protocol_requests"] == "0" and int(row["server_requests"]) > 1000, row
         assert int(row["server_connections"]) == (20 if scenario == "h2-vu20-rtt0.1" else 1), row   # vus / streams
+        assert row["wire_h2_connections"] == row["wire_connections"] == row["server_connections"], row
         assert f"HTTP/2 ({row['protocol']}) at nginx" in row["target_stack"], row
     fallback = rows[("h2-vu20-rtt0.1", "fault-h2-fallback")]
     assert fallback["status"] == "failed" and "the file server answered" in fallback["error"], fallback
     assert " HTTP/1.1 on the tools' port" in fallback["error"] and "did not speak HTTP/2" in fallback["error"]
+    assert "wire: 0 of 20 connections opened in HTTP/2 (ALPN offered http/1.1 on 20)" in fallback["notes"], fallback
     assert rows[("h1tls-vu20-rtt0.1", "fault-h2-fallback")]["status"] == "ok"        # HTTP/1.1 is what it speaks
     assert rows[("h2-vu20-rtt0.1", "wrk")]["error"] == \
         "h2 not supported: wrk speaks HTTP/1.1 only (HTTP/2 is wrk issues #254 and #499)"
@@ -198,12 +205,17 @@ def test_make_bench_all_protocols_as_typed_on_the_host(bench_quick):
 
 def test_make_bench_all_protocols_as_typed_in_docker(bench_quick):
     """The same in the Docker runtime: the target container's Nginx logs what the harness reads (its stack folder
-    is mounted at the same path), oha and vegeta speak h2 to it and h2c on port 81."""
+    is mounted at the same path), oha and vegeta speak h2 to it and h2c on port 81, and to HAProxy (h2) and
+    Caddy (h2c) in a proxy container in front of it, which say what their client spoke."""
     if selected_tools() is not None and not {"oha", "vegeta"} <= selected_tools():
         pytest.skip("oha and vegeta are not among the selected tools")
-    _, rows, _ = bench_all(bench_quick, "docker", "SCENARIOS=scenarios/protocols.yaml:h2-vu20-rtt0.1,h2c-vu20-s20-rtt0.1",
-                           "TOOLS=oha,vegeta")
-    assert len(rows) == 4 and {r["status"] for r in rows} == {"ok"}, [r["error"] for r in rows]
+    scenarios = "h2-vu20-rtt0.1,h2c-vu20-s20-rtt0.1,h2-haproxy-vu20-rtt0.1,h2c-caddy-vu20-s20-rtt0.1"
+    _, rows, _ = bench_all(bench_quick, "docker", f"SCENARIOS=scenarios/protocols.yaml:{scenarios}", "TOOLS=oha,vegeta")
+    assert len(rows) == 8 and {r["status"] for r in rows} == {"ok"}, [r["error"] for r in rows]
     for row in rows:
         assert row["runtime"] == "docker" and row["server_off_protocol_requests"] == "0", row
-        assert int(row["server_connections"]) == (20 if row["scenario"] == "h2-vu20-rtt0.1" else 1), row
+        assert int(row["server_requests"]) > 1000, row
+        if row["target"] == "nginx":
+            assert int(row["server_connections"]) == (20 if row["scenario"] == "h2-vu20-rtt0.1" else 1), row
+        else:
+            assert f"HTTP/2 ({row['protocol']}) at {row['target']}" in row["target_stack"], row

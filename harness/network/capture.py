@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Iterator
 
 from harness import PREFIX
+from harness.network import openers
 from harness.network.fidelity import schedule_fidelity
 from harness.network.wire import FIXED_SNAPLEN, request_send_times, summarise
 from harness.processes import end_process, signals_deferred
@@ -30,6 +31,7 @@ from harness.targets.file_server import Target
 
 TCPDUMP = "tcpdump"
 PCAP_NAME, LOG_NAME = f"{PREFIX}-capture.pcap", "capture.log"   # clean-state finds tcpdump by the name
+OPENERS_PCAP, OPENERS_LOG = f"{PREFIX}-capture-openers.pcap", "openers.log"   # HTTP/2 runs (openers.py)
 # Ethernet 14 + IPv4 20 + TCP's first 14 bytes (ports, data offset, flags) is all the parser reads;
 # the rest of the TCP header is kept for a human reading the pcap. 80 B per packet on disk.
 SNAPLEN = FIXED_SNAPLEN   # the layout harness/network/wire.py parses with numpy
@@ -65,6 +67,7 @@ class Capture:
     keep_pcap: bool = False
     facts: dict = field(default_factory=dict)
     paced: tuple[int, str] | None = None   # a rate run: the rate asked for and the tool's declared schedule
+    openers_pcap: Path | None = None       # an HTTP/2 run: each connection's opening packet (openers.py)
 
     @contextmanager
     def recording(self, session: Session, target: Target, run_dir: Path,
@@ -83,17 +86,40 @@ class Capture:
                                                                                      session.capture_device)}
         log = (run_dir / LOG_NAME).open("w")
         proc = subprocess.Popen(argv, stdout=log, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True)
+        opening = None
         try:
             self._wait_ready(proc, run_dir / LOG_NAME)
+            if target.protocol != "http/1.1" and not self.skipped:
+                opening = self._start_openers(session, target, run_dir)
             self.facts["started_at"] = time.time()
             yield
             time.sleep(SETTLE_S)
         finally:
             with signals_deferred():
                 self.facts["stopped_at"] = time.time()
-                _stop(proc)
+                for running in filter(None, (proc, opening)):
+                    _stop(running)
                 log.close()
                 self.facts.update(_counters((run_dir / LOG_NAME).read_text(errors="replace")))
+
+    def _start_openers(self, session: Session, target: Target, run_dir: Path) -> subprocess.Popen | None:
+        """An HTTP/2 run: the second capture, of each connection's opening packet in full (openers.py)."""
+        self.openers_pcap = run_dir / OPENERS_PCAP
+        argv = [*session.generator_netns, TCPDUMP, "-i", session.capture_device, "-n", "-s", str(openers.SNAPLEN),
+                "-Z", "root", "-c", str(openers.MAX_PACKETS), "-w", str(self.openers_pcap),
+                openers.bpf_filter(target.host, target.load_port)]
+        self.facts["openers_command"] = argv
+        with (run_dir / OPENERS_LOG).open("w") as log:
+            proc = subprocess.Popen(argv, stdout=log, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True)
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while "listening on" not in (run_dir / OPENERS_LOG).read_text(errors="replace"):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                _stop(proc)
+                self.facts["openers_error"] = " ".join((run_dir / OPENERS_LOG).read_text(errors="replace").split())[:200]
+                self.openers_pcap = None
+                return None
+            time.sleep(0.05)
+        return proc
 
     def _wait_ready(self, proc: subprocess.Popen, log: Path) -> None:
         deadline = time.monotonic() + READY_TIMEOUT_S
@@ -118,6 +144,7 @@ class Capture:
         except (OSError, ValueError) as exc:
             return {**self.facts, "error": str(exc)}
         fidelity = _fidelity(self.pcap, self.port, self.paced) if self.paced else {}
+        opened = self._openers()
         pcap_bytes = self.pcap.stat().st_size
         if not self.keep_pcap:
             self.pcap.unlink()
@@ -125,7 +152,21 @@ class Capture:
                           "from just before the tool started until it exited; the harness's probe, target check "
                           "and stub_status reads are outside", **self.facts, "pcap_bytes": pcap_bytes,
                 "pcap": self.pcap.name if self.keep_pcap else "deleted after parsing", **summary.describe(),
-                **fidelity}
+                **fidelity, **opened}
+
+    def _openers(self) -> dict:
+        """{"openers": how the connections opened} of an HTTP/2 run (or why it is not known); {} otherwise."""
+        if "openers_error" in self.facts:
+            return {"openers": {"error": f"the openers' tcpdump did not start: {self.facts['openers_error']}"}}
+        if self.openers_pcap is None:
+            return {}
+        try:
+            return {"openers": openers.read(self.openers_pcap, self.port).describe()}
+        except (OSError, ValueError) as exc:
+            return {"openers": {"error": str(exc)}}
+        finally:
+            if not self.keep_pcap:
+                self.openers_pcap.unlink(missing_ok=True)
 
 
 def _fidelity(pcap: Path, port: int, paced: tuple[int, str]) -> dict:

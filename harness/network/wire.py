@@ -121,16 +121,36 @@ def _records(data: bytes | mmap.mmap) -> Iterator[tuple[int, int, int]]:
         offset += captured
 
 
+def _link_layout(data: bytes | mmap.mmap) -> tuple[int, int]:
+    """The link-layer header's length and where its ethertype is."""
+    link = _header(data)[2]
+    if link == LINKTYPE_ETHERNET:
+        return 14, 12
+    if link == LINKTYPE_LINUX_SLL:
+        return 16, 14
+    raise ValueError(f"unsupported link type {link} (Ethernet and Linux cooked are)")
+
+
+def client_payloads(data: bytes | mmap.mmap, server_port: int) -> Iterator[bytes]:
+    """The payload bytes, as captured, of each IPv4 TCP segment sent to ``server_port`` that carries some
+    (harness/network/openers.py reads a connection's first bytes from them)."""
+    header, ethertype_at = _link_layout(data)
+    for _, frame, captured in _records(data):
+        if captured < header + 20 or struct.unpack_from("!H", data, frame + ethertype_at)[0] != ETHERTYPE_IPV4:
+            continue
+        ip = frame + header
+        tcp = ip + (data[ip] & 0x0F) * 4
+        if data[ip + 9] != PROTO_TCP or tcp + 13 > frame + captured:
+            continue
+        start = tcp + (data[tcp + 12] >> 4) * 4
+        if struct.unpack_from("!H", data, tcp + 2)[0] == server_port and start < frame + captured:
+            yield bytes(data[start:frame + captured])
+
+
 def segments(data: bytes | mmap.mmap, server_port: int) -> Iterator[Segment | None]:
     """The TCP segments to or from ``server_port`` (IPv4), oldest first as captured; None for an
     IPv4 packet captured too short to read its TCP header."""
-    link = _header(data)[2]
-    if link == LINKTYPE_ETHERNET:
-        header, ethertype_at = 14, 12
-    elif link == LINKTYPE_LINUX_SLL:
-        header, ethertype_at = 16, 14
-    else:
-        raise ValueError(f"unsupported link type {link} (Ethernet and Linux cooked are)")
+    header, ethertype_at = _link_layout(data)
     ports = struct.Struct("!HH")
     for ts_ns, frame, captured in _records(data):
         if captured < header + 20 or struct.unpack_from("!H", data, frame + ethertype_at)[0] != ETHERTYPE_IPV4:

@@ -43,7 +43,8 @@ def _note(row: RunRow, text: str) -> None:
 
 def check_protocol(row: RunRow, off_protocol: dict | None, probed_under_load: bool = False) -> None:
     """An HTTP/2 run, judged at the file server rather than on the tool's word: a request it answered in another
-    HTTP version (a tool that fell back to HTTP/1.1 over ALPN) fails the run; the connections it accepted
+    HTTP version (a tool that fell back to HTTP/1.1 over ALPN; behind a proxy, the version the proxy's client spoke,
+    which the proxy forwards in a header) fails the run; the connections it accepted
     against those asked for (vus / streams) are noted when they differ, unless the RTT probe ran beside the
     load (Toxiproxy's loaded probe opens connections of its own, which the file server counts too)."""
     if row.protocol not in HTTP2_PROTOCOLS or off_protocol is None:
@@ -54,10 +55,14 @@ def check_protocol(row: RunRow, off_protocol: dict | None, probed_under_load: bo
     if row.server_off_protocol_requests:
         seen = ", ".join(f"{count:,} {version}" for version, count in sorted(off_protocol.items()))
         row.status = "failed"
-        row.error = (f"protocol {row.protocol} was asked, but the file server answered {seen} on the tools' port "
+        where = ("the file server answered" if row.target == "nginx"
+                 else f"{row.target} was sent (as it told the file server)")
+        row.error = (f"protocol {row.protocol} was asked, but {where} {seen} on the tools' port "
                      f"(of {row.server_requests or 0:,} requests): the tool did not speak HTTP/2")
         return
     asked = max(1, row.vus // row.streams)
+    if row.target != "nginx":   # behind a proxy the file server counts the proxy's connections, not the tool's
+        return
     if not probed_under_load and row.server_connections is not None and row.server_connections != asked:
         _note(row, f"HTTP/2: the file server accepted {row.server_connections:,} connections for {row.vus} requests "
                    f"in flight ({asked:,} asked: {row.streams} stream(s) each)")

@@ -22,8 +22,9 @@ def fill(row: RunRow, capture: dict, probe_gets: int = 0, stops_timing_before_cl
     if row.protocol in HTTP2_PROTOCOLS:
         # Streams interleave on a connection and frames (SETTINGS, WINDOW_UPDATE, PING) travel between them:
         # the request/response runs the wire pairs are HTTP/1.1's, so only connections and handshakes hold.
-        _note(row, "wire: connections and handshake only; its request pairing is HTTP/1.1's and reads no HTTP/2 "
-                   "request")
+        _note(row, "wire: connections, handshakes and how each connection opened; its request pairing is "
+                   "HTTP/1.1's and reads no HTTP/2 request")
+        fill_openers(row, capture.get("openers"))
         return
     row.wire_requests = capture["pairs"] - probe_gets
     row.wire_p50_ms, row.wire_p99_ms = capture["p50_ms"], capture["p99_ms"]
@@ -43,6 +44,26 @@ def fill(row: RunRow, capture: dict, probe_gets: int = 0, stops_timing_before_cl
     row.lat_added_ms = added_latency(row)
     _flag(row, capture)
     fill_fidelity(row, capture.get("fidelity"))
+
+
+def fill_openers(row: RunRow, openers: dict | None) -> None:
+    """An HTTP/2 run's wire_h2_connections from how its connections opened (harness/network/openers.py), and a
+    note where the wire saw something else: connections that did not open in HTTP/2, HTTP/1.x requests, what ALPN
+    offered. The server's count decides the run (harness/row/target.py); the wire is the second witness."""
+    if openers is None:
+        return
+    if "error" in openers:
+        _note(row, f"wire: how the connections opened is not known: {openers['error']}")
+        return
+    row.wire_h2_connections = openers["http2"]
+    offers = ", ".join(f"{offer} on {n:,}" for offer, n in sorted(openers["alpn_offers"].items()))
+    said = [f"ALPN offered {offers}" if offers else "",
+            f"{openers['http1_requests']:,} HTTP/1.x requests" if openers["http1_requests"] else "",
+            f"{openers['unreadable']:,} ClientHellos unreadable" if openers["unreadable"] else ""]
+    opened = row.wire_connections
+    if opened and openers["http2"] < opened or any(said[1:]):
+        _note(row, f"wire: {openers['http2']:,} of {opened or 0:,} connections opened in HTTP/2"
+                   f" ({'; '.join(filter(None, said))})")
 
 
 def fill_fidelity(row: RunRow, fidelity: dict | None) -> None:

@@ -146,6 +146,8 @@ class RunRow(Figures, RunSetup):
     server_off_protocol_requests: int | None = column("an HTTP/2 scenario: requests the file server answered on the "
                                                       "tools' port in another HTTP version (its log; 0 when every "
                                                       "request was HTTP/2)")
+    wire_h2_connections: int | None = column("an HTTP/2 scenario with --capture: connections that opened in HTTP/2 on "
+                                             "the wire (the h2c preface, or a TLS ClientHello offering h2 by ALPN)")
 
 
 COLUMNS = [f.name for f in fields(RunRow)]

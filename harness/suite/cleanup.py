@@ -3,7 +3,7 @@
 Everything the harness creates carries the ``lth`` prefix or label: namespaces and veths
 (``lth-*``), the Compose project and its containers/network (label ``lth``), Toxiproxy processes
 from /opt/lth/bin, Nginx processes whose prefix is a ``/tmp/lth-target-*`` folder, and tcpdump
-processes writing an ``lth-capture.pcap`` (--capture); also a test's second host (sshd with a
+processes writing an ``lth-capture*.pcap`` (--capture); also a test's second host (sshd with a
 ``/tmp/lth-testhost-*`` config). A target on another host (--target-host) is cleaned there:
 ``clean-state --target-host URL`` (harness/runtimes/remote.py clean_remote).
 """
@@ -24,7 +24,7 @@ def _harness_processes() -> list[psutil.Process]:
     for proc in psutil.process_iter(["cmdline"]):
         cmdline = " ".join(proc.info["cmdline"] or [])
         if "/opt/lth/bin/toxiproxy-server" in cmdline or f"/tmp/{PREFIX}-target-" in cmdline \
-                or f"{PREFIX}-capture.pcap" in cmdline \
+                or f"{PREFIX}-capture" in cmdline \
                 or f"/tmp/{PREFIX}-testhost-" in cmdline:   # sshd of a test's second host (harness/lab.py)
             found.append(proc)
     return found

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
 import shutil
 import subprocess
 import tomllib
@@ -23,6 +24,7 @@ from harness import TARGETS_DIR
 from harness.cpus import format_cpus
 from harness.errors import HarnessError
 from harness.files import write_atomic
+from harness.flows import API_LOG, API_LOG_FORMAT, PASSWORD
 from harness.targets.file_server import TARGET_FILE, Target, stage as stage_file_server
 
 FILE_SERVER = "nginx"
@@ -30,7 +32,11 @@ LOAD_PORT, TLS_PORT, UPSTREAM_PORT, H2C_PORT = 80, 443, 8080, 81
 # An HTTP/2 stack's file server logs each request of another HTTP version on the tools' port, but the harness's
 # own (User-Agent lth-*: file_server.py HARNESS_AGENT, the RTT probe's): a tool's fallback, counted per run.
 PROTOCOL_LOG = "protocol.log"
+# Behind a proxy, the HTTP version its client spoke (HTTP/2.0, HTTP/1.1), in this request header to the file server.
+PROTO_HEADER = "X-Lth-Client-Protocol"
 ECHO_MODULE = Path("/usr/lib/nginx/modules/ngx_http_echo_module.so")   # Debian's libnginx-mod-http-echo
+JS_MODULE = Path("/usr/lib/nginx/modules/ngx_http_js_module.so")       # Debian's libnginx-mod-http-js (njs)
+API_TARGET = "api"   # the file server plus the API of issue 37's flows (targets/api, harness/flows.py)
 UNDELAYED = "/lth-undelayed"   # the file without the backend delay, for the RTT probe
 DELAY_LEVELS = 256   # a uniform delay range is drawn from the first two hex digits of $request_id
 
@@ -45,6 +51,7 @@ class TargetAdapter:
     version_command: tuple[str, ...]
     config: str | None = None        # a proxy's configuration file, rendered from <config>.j2
     command: tuple[str, ...] = ()    # a proxy's argv; {prefix} and {config} are filled in
+    protocols: tuple[str, ...] = ("http/1.1",)   # what the tools may speak to it: h2, h2c (issue 38)
 
     @property
     def is_proxy(self) -> bool:
@@ -62,7 +69,8 @@ def _load(folder: Path) -> TargetAdapter:
         adapter = TargetAdapter(id=folder.name, folder=folder, description=manifest["description"],
                                 role=manifest["role"], packages=tuple(manifest["packages"]),
                                 version_command=tuple(manifest["version_command"]),
-                                config=manifest.get("config"), command=tuple(manifest.get("command", ())))
+                                config=manifest.get("config"), command=tuple(manifest.get("command", ())),
+                                protocols=("http/1.1", *manifest.get("protocols", ())))
     except KeyError as exc:
         raise HarnessError(f"{folder}/target.toml: missing key {exc} (see targets/README.md)") from None
     if adapter.role not in ("server", "proxy") or (adapter.is_proxy and not (adapter.config and adapter.command)):
@@ -173,28 +181,31 @@ def stage(setup: Setup, folder: Path, load_host: str, upstream_host: str, certif
     files.mkdir(parents=True)
     behind_proxy = adapter.is_proxy
     stage_file_server(files, port=UPSTREAM_PORT if behind_proxy else LOAD_PORT)
-    _file_server_extras(files, setup, certificate if setup.tls and not behind_proxy else None)
+    _file_server_extras(files, setup, certificate if setup.tls and not behind_proxy else None, behind_proxy)
+    api_log = _api_extras(files, setup, adapter.folder) if adapter.id == API_TARGET else None
     upstream = Process("upstream", ["nginx", "-p", f"{files}/", "-c", str(files / "nginx.conf")])
     port = TLS_PORT if setup.tls else LOAD_PORT
     undelayed = f"{UNDELAYED}/{TARGET_FILE}" if setup.delay_ms else None
+    h2c_port = H2C_PORT if setup.protocol == "h2c" else None
+    protocol = {"protocol": setup.protocol, "h2c_port": h2c_port,
+                "protocol_log": files / PROTOCOL_LOG if setup.http2 else None}
     if not behind_proxy:
         _readable(folder)
         return Stack(setup, [upstream], Target(load_host, port, status_port=LOAD_PORT, tls=setup.tls,
-                                               undelayed_path=undelayed, protocol=setup.protocol,
-                                               h2c_port=H2C_PORT if setup.protocol == "h2c" else None,
-                                               protocol_log=files / PROTOCOL_LOG if setup.http2 else None))
+                                               undelayed_path=undelayed, api_log=api_log, **protocol))
     proxy_dir = folder / "proxy"
     (proxy_dir / "tmp").mkdir(parents=True)
     config = proxy_dir / adapter.config
     template = jinja2.Template((adapter.folder / f"{adapter.config}.j2").read_text(), undefined=jinja2.StrictUndefined)
     config.write_text(template.render(port=port, tls=setup.tls, upstream=f"{upstream_host}:{UPSTREAM_PORT}",
                                       cert=certificate and certificate.cert, key=certificate and certificate.key,
-                                      pem=certificate and certificate.pem) + "\n")
+                                      pem=certificate and certificate.pem, protocol=setup.protocol,
+                                      h2c_port=h2c_port, proto_header=PROTO_HEADER) + "\n")
     argv = [part.format(prefix=proxy_dir, config=config) for part in adapter.command]
     _readable(folder)
     return Stack(setup, [upstream, Process("proxy", argv)],
                  Target(load_host, port, status_port=UPSTREAM_PORT, status_host=upstream_host, tls=setup.tls,
-                        undelayed_path=undelayed))
+                        undelayed_path=undelayed, **protocol))
 
 
 def _readable(folder: Path) -> None:
@@ -203,7 +214,7 @@ def _readable(folder: Path) -> None:
         path.chmod(0o755 if path.is_dir() else 0o644)
 
 
-def _file_server_extras(files: Path, setup: Setup, certificate: Certificate | None) -> None:
+def _file_server_extras(files: Path, setup: Setup, certificate: Certificate | None, behind_proxy: bool) -> None:
     """The lth-*.conf files targets/nginx/nginx.conf includes: TLS on 443, HTTP/2, and the backend delay."""
     server: list[str] = []
     http: list[str] = []
@@ -211,18 +222,13 @@ def _file_server_extras(files: Path, setup: Setup, certificate: Certificate | No
         h2 = " http2" if setup.protocol == "h2" else ""   # ALPN offers h2 and http/1.1: a fallback is logged
         server += [f"listen {TLS_PORT} ssl{h2} backlog=8192;", f"ssl_certificate {certificate.cert};",
                    f"ssl_certificate_key {certificate.key};"]
-    if setup.protocol == "h2c":
+    if setup.protocol == "h2c" and not behind_proxy:
         # Prior knowledge only: HTTP/1.1 is refused here. sendfile off: Nginx 1.22 sends an h2c response's body by
         # sendfile() after its HEADERS frame and the two meet Nagle and delayed ACKs: h2load at 20 connections of
         # one stream got 460 requests/s with it, 71,600 without (2026-11-27, 2 cores, loopback).
         server += [f"listen {H2C_PORT} http2 backlog=8192;", "sendfile off;"]
     if setup.http2:
-        http += ["log_format lth_protocol '$server_port $server_protocol';",
-                 f'map "$server_port $server_protocol $http_user_agent" $lth_off_protocol {{',
-                 f'    "~^{LOAD_PORT} " 0;',                              # stub_status and the checks on port 80
-                 '    "~^\\d+ HTTP/2\\.0 " 0;',
-                 '    "~ lth-[a-z-]+$" 0;',                               # HARNESS_AGENT, lth-rtt-probe
-                 "    default 1;", "}"]
+        http += _protocol_log_format(behind_proxy)
         server.append(f"access_log {PROTOCOL_LOG} lth_protocol if=$lth_off_protocol;")
     if setup.delay_ms is not None:
         if not ECHO_MODULE.is_file():
@@ -239,6 +245,44 @@ def _file_server_extras(files: Path, setup: Setup, certificate: Certificate | No
         (files / "lth-http.conf").write_text("\n".join(http) + "\n")
     if server:
         (files / "lth-server.conf").write_text("\n".join(server) + "\n")
+
+
+def _protocol_log_format(behind_proxy: bool) -> list[str]:
+    """$lth_off_protocol: 1 for a tool's request in another HTTP version than HTTP/2 (the harness's own, User-Agent
+    lth-*, left out). Direct, the file server sees the version on the tools' port; behind a proxy, which speaks
+    HTTP/1.1 to it, the version the proxy's client spoke, in PROTO_HEADER."""
+    if behind_proxy:
+        spoken = f"$http_{PROTO_HEADER.lower().replace('-', '_')}"
+        return [f"log_format lth_protocol '$server_port {spoken}';",
+                f'map "{spoken} $http_user_agent" $lth_off_protocol {{',
+                '    "~^HTTP/2\\.0 " 0;',
+                '    "~ lth-[a-z-]+$" 0;',                               # HARNESS_AGENT, lth-rtt-probe
+                "    default 1;", "}"]
+    return ["log_format lth_protocol '$server_port $server_protocol';",
+            'map "$server_port $server_protocol $http_user_agent" $lth_off_protocol {',
+            f'    "~^{LOAD_PORT} " 0;',                                    # stub_status and the checks on port 80
+            '    "~^\\d+ HTTP/2\\.0 " 0;',
+            '    "~ lth-[a-z-]+$" 0;',
+            "    default 1;", "}"]
+
+
+def _api_extras(files: Path, setup: Setup, folder: Path) -> Path:
+    """The api target's additions to the file server (targets/api/api.conf.j2 into lth-{main,http,server}-api.conf):
+    njs, the login and the token check, and the API's log, whose path it returns. The tokens' secret is made
+    here, per staging: a token another stack issued is refused."""
+    if not JS_MODULE.is_file():
+        raise HarnessError(f"the api target needs Nginx's njs module ({JS_MODULE}, Debian package "
+                           "libnginx-mod-http-js): run `make deps`")
+    (files / "api").mkdir()
+    for name in ("api.js", "contact.json"):
+        shutil.copy(folder / name, files / "api" / name)
+    template = jinja2.Template((folder / "api.conf.j2").read_text(), undefined=jinja2.StrictUndefined)
+    parts = template.make_module({"module": JS_MODULE, "files": files, "secret": secrets.token_hex(16),
+                                  "password": PASSWORD, "log": API_LOG, "log_format": API_LOG_FORMAT,
+                                  "http2": setup.http2, "protocol_log": PROTOCOL_LOG})
+    for part in ("main", "http", "server"):
+        (files / f"lth-{part}-api.conf").write_text(f"{getattr(parts, part)()}\n")
+    return files / API_LOG
 
 
 def _delay_map(low_ms: float, high_ms: float) -> str:
@@ -268,11 +312,13 @@ def stack_facts(stack: Stack, cpus: dict[str, tuple[int, ...]], versions: dict[s
         described = f"{proxy.id} {versions.get(proxy.id, '?')} on CPUs {format_cpus(cpus['proxy'])} -> {upstream}"
         if cpus["proxy"] == cpus["upstream"]:
             described += " (proxy and file server share the target's CPUs: too few cores to give each its own)"
+    if stack.setup.target == API_TARGET:
+        described = f"{API_TARGET}: {described} with the njs API (POST /api/auth/login, GET /api/contact)"
     if stack.setup.tls:
         described += f"; TLS ends at {proxy.id if proxy else FILE_SERVER} (self-signed, not verified)"
     if stack.setup.http2:
         port = H2C_PORT if stack.setup.protocol == "h2c" else TLS_PORT
-        described += f"; HTTP/2 ({stack.setup.protocol}) at {FILE_SERVER} on port {port}"
+        described += f"; HTTP/2 ({stack.setup.protocol}) at {proxy.id if proxy else FILE_SERVER} on port {port}"
     if stack.setup.delay_ms:
         described += f"; {stack.setup.describe().split(', ')[-1]} at the file server (echo_sleep)"
     return {"target_stack": described, "target_version": versions.get(stack.setup.target)}

@@ -90,6 +90,9 @@ class Target:
     # An HTTP/2 stack: the file server's log of the requests on the tools' port in another HTTP version (the
     # harness's own left out), where this machine can read it (None: not logged, or not readable here).
     protocol_log: Path | None = None
+    # The api target: the file server's log of its API requests (harness/flows.py read_api_counts), where this
+    # machine can read it (None: no API).
+    api_log: Path | None = None
 
     @property
     def load_port(self) -> int:
