@@ -13,7 +13,7 @@ from pathlib import Path
 
 USERNAME, PASSWORD = "lth-user", "lth-password"   # the API accepts any username with this password
 API_LOG = "api.log"
-# The API's access log line, written buffered (flushed every second and when Nginx stops): `login 200`.
+# The API's access log line, one write per request (read as soon as a run ends): `login 200`.
 API_LOG_FORMAT = "$lth_step $status"
 
 

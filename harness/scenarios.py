@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from harness import targets
 from harness.errors import HarnessError
+from harness.flows import FLOWS
 from harness.store.results import RESERVED_NAMES
 
 MAX_VUS = 100_000
@@ -76,6 +77,10 @@ class Scenario(BaseModel):
     # knowledge. VUs stay the requests in flight: connections = vus / streams, each with `streams` at a time.
     protocol: Literal["http/1.1", "h2", "h2c", "h3"] = "http/1.1"
     streams: int = Field(default=1, gt=0, le=MAX_STREAMS, strict=True)
+    # Issue 37: a scripted flow (harness/flows.py) instead of one GET: each VU logs in, then GETs the API with its
+    # token; relogin_every: it logs in again after that many GETs (none: once per VU).
+    flow: str | None = Field(default=None, max_length=32)
+    relogin_every: int | None = Field(default=None, gt=0, le=1_000_000, strict=True)
 
     @field_validator("id")
     @classmethod
@@ -121,9 +126,26 @@ class Scenario(BaseModel):
                              f"before the run does (duration_s {self.duration_s})")
         if self.closed_model_tools == "run" and self.rate_rps is None:
             raise ValueError("closed_model_tools only applies to a rate scenario: add rate_rps")
-        if problem := self._protocol_problem():
+        if problem := self._protocol_problem() or self._flow_problem():
             raise ValueError(problem)
         return self
+
+    def _flow_problem(self) -> str | None:
+        """Why the flow fields do not fit the rest of the scenario (None: they do)."""
+        if self.flow is None:
+            return "relogin_every goes with a flow: add flow: login" if self.relogin_every else None
+        if self.flow not in FLOWS:
+            return f"unknown flow {self.flow!r}; flows: {', '.join(FLOWS)} (harness/flows.py)"
+        target = targets.discover().get(self.target)
+        if target is not None and self.flow not in target.flows:
+            with_api = [t.id for t in targets.discover().values() if self.flow in t.flows]
+            return (f"target {self.target} has no API for flow {self.flow}: use target: "
+                    f"{' or '.join(with_api) or '(none here)'} (targets/README.md)")
+        if self.protocol != "http/1.1":
+            return f"flow with protocol {self.protocol}: flows run over HTTP/1.1 only so far"
+        if self.rate_rps is not None:
+            return "flow with rate_rps: the open model is not wired for flows"
+        return None
 
     def _protocol_problem(self) -> str | None:
         """Why the protocol fields do not fit the rest of the scenario (None: they do)."""

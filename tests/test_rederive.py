@@ -39,7 +39,10 @@ ADDED_SINCE = ["wire_connect_ms", "shaper_cpu_pct", "rtt_loaded_ms", "shaper_add
                "wire_rate_min_window_rps", "wire_gap_cv", "wire_schedule", "target", "keepalive", "tls",
                "backend_delay_ms", "target_stack", "target_version", "server_connections", "proxy_cpu_pct",
                "wire_connections", "wire_requests_per_connection", "mem_growth_mb_per_s",
-               "protocol", "streams", "server_off_protocol_requests", "wire_h2_connections"]
+               "protocol", "streams", "server_off_protocol_requests", "wire_h2_connections",
+               "flow", "relogin_every", "server_logins", "server_logins_refused", "server_api_gets",
+               "server_api_gets_refused", "lat_login_p50_ms", "lat_login_p99_ms", "lat_api_get_p50_ms",
+               "lat_api_get_p99_ms"]
 # Issue 23's and 38's setup columns: a record stored before them was of today's target, keep-alive, plain
 # HTTP/1.1.
 SETUP_DEFAULTS = {"target": "nginx", "keepalive": True, "tls": False, "protocol": "http/1.1", "streams": 1}

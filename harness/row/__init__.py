@@ -91,6 +91,7 @@ def derive(record: RunRecord, adapter: ToolAdapter, run_dir: Path) -> Derived:
         meta["wire"] = record.capture
     target.check_keepalive(row)
     target.check_protocol(row, record.server_off_protocol, probed_under_load=bool(direct_gets or via_gets))
+    target.check_flow(row, record.server_api)
     if record.error is not None:
         row.status, row.error = "failed", record.error
     if record.traceback:

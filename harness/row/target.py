@@ -16,6 +16,7 @@ def setup_columns(record: RunRecord) -> dict:
     return {"target": scenario.get("target", "nginx"), "keepalive": scenario.get("keepalive", True),
             "tls": scenario.get("tls", False), "backend_delay_ms": scenario.get("backend_delay_ms"),
             "protocol": scenario.get("protocol", "http/1.1"), "streams": scenario.get("streams", 1),
+            "flow": scenario.get("flow"), "relogin_every": scenario.get("relogin_every"),
             "target_stack": facts.get("target_stack"), "target_version": facts.get("target_version")}
 
 
@@ -66,3 +67,35 @@ def check_protocol(row: RunRow, off_protocol: dict | None, probed_under_load: bo
     if not probed_under_load and row.server_connections is not None and row.server_connections != asked:
         _note(row, f"HTTP/2: the file server accepted {row.server_connections:,} connections for {row.vus} requests "
                    f"in flight ({asked:,} asked: {row.streams} stream(s) each)")
+
+
+# A VU's login and its last GETs may be cut by the run's end: the logins may exceed the VUs by this share.
+EXTRA_LOGINS = 0.1
+
+
+def check_flow(row: RunRow, api: dict | None) -> None:
+    """A flow run, judged by the API's answers rather than the tool's word: a refused GET or login (a token not
+    carried, or not one the target issued) fails the run, and so do logins that do not match the script (more
+    than one per VU without relogin_every; more GETs per login than relogin_every), naming what was counted."""
+    if row.flow is None or api is None:
+        return
+    row.server_logins, row.server_logins_refused = api["logins_ok"], api["logins_refused"]
+    row.server_api_gets, row.server_api_gets_refused = api["gets_ok"], api["gets_refused"]
+    if row.status != "ok":
+        return
+    counted = (f"the API answered {api['logins_ok']:,} logins and {api['gets_ok']:,} GETs, refused "
+               f"{api['logins_refused']:,} logins and {api['gets_refused']:,} GETs (401)")
+    if api["gets_refused"] or api["logins_refused"] or not api["logins_ok"] or not api["gets_ok"]:
+        _fail(row, f"flow {row.flow}: {counted}: the tool did not log in and carry the token as scripted")
+    elif row.relogin_every is None and api["logins_ok"] > row.vus * (1 + EXTRA_LOGINS) + 1:
+        _fail(row, f"flow {row.flow}: {counted}: {api['logins_ok']:,} logins for {row.vus} VUs, where each VU logs "
+                   "in once")
+    elif row.relogin_every is not None and api["gets_ok"] > api["logins_ok"] * row.relogin_every:
+        _fail(row, f"flow {row.flow}: {counted}: more GETs per login than relogin_every {row.relogin_every}")
+    elif row.relogin_every is not None and api["gets_ok"] < 0.5 * api["logins_ok"] * row.relogin_every - row.vus:
+        _fail(row, f"flow {row.flow}: {counted}: {api['gets_ok'] / api['logins_ok']:.1f} GETs per login, where "
+                   f"relogin_every is {row.relogin_every}")
+
+
+def _fail(row: RunRow, error: str) -> None:
+    row.status, row.error = "failed", error

@@ -42,6 +42,11 @@ class Metrics(Figures):
     load_start_s: float | None = None
     source: str = ""                  # how the figures were obtained, kept in the results
     notes: list[str] = field(default_factory=list)
+    # A flow (issue 37), where the tool times its steps apart: the columns of the same name (harness/store/results.py).
+    lat_login_p50_ms: float | None = None
+    lat_login_p99_ms: float | None = None
+    lat_api_get_p50_ms: float | None = None
+    lat_api_get_p99_ms: float | None = None
 
 
 BELOW_RESOLUTION = "below the tool's {resolution:g} ms timing resolution, left empty: {columns}"

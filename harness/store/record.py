@@ -104,6 +104,8 @@ class RunRecord:
     # An HTTP/2 scenario: {HTTP version: requests} the file server logged on the tools' port in another version
     # than the scenario's during the run (harness/targets/file_server.py off_protocol_requests); None: not logged.
     server_off_protocol: dict | None = None
+    # A flow scenario (issue 37): the API's answers during the run per step and status (harness/flows.py ApiCounts).
+    server_api: dict | None = None
     target: dict | None = None         # the running stack: target_stack, target_version (Runtime.target_facts)
     stall: dict | None = None          # StallRecord's fields as it happened
     shaper_load: dict | None = None    # Toxiproxy: the RTT probed during the load (shaping.loaded_probe)

@@ -148,6 +148,20 @@ class RunRow(Figures, RunSetup):
                                                       "request was HTTP/2)")
     wire_h2_connections: int | None = column("an HTTP/2 scenario with --capture: connections that opened in HTTP/2 on "
                                              "the wire (the h2c preface, or a TLS ClientHello offering h2 by ALPN)")
+    # Scripted flows (issue 37): harness/flows.py, harness/row/target.py check_flow.
+    flow: str | None = column("the scripted flow each VU ran (harness/flows.py: login = log in, then GET the API "
+                              "with the token); empty: one GET of the file")
+    relogin_every: int | None = column("the flow: GETs after which a VU logs in again (empty: once per VU)")
+    server_logins: int | None = column("a flow: logins the API answered 200 (each issued a new token)")
+    server_logins_refused: int | None = column("a flow: logins the API refused (401)")
+    server_api_gets: int | None = column("a flow: GETs of the API answered 200 (the token verified)")
+    server_api_gets_refused: int | None = column("a flow: GETs of the API refused (401: no token, or one this "
+                                                 "suite's target did not issue)")
+    lat_login_p50_ms: float | None = column("a flow: the login step's median, as the tool timed it (tools that time "
+                                            "steps apart), ms")
+    lat_login_p99_ms: float | None = column("a flow: the login step's 99th percentile, ms")
+    lat_api_get_p50_ms: float | None = column("a flow: the API GET step's median, ms")
+    lat_api_get_p99_ms: float | None = column("a flow: the API GET step's 99th percentile, ms")
 
 
 COLUMNS = [f.name for f in fields(RunRow)]
@@ -157,7 +171,7 @@ CONTEXT_COLUMNS = {*(f.name for f in fields(RunSetup)), "status", "error", "note
                    "repeat", "started_at", "run_dir", "timing_resolution_ms", "co_corrected", "cpus_target",
                    "cpus_tool", "rate_model", "rate_target_rps", "stall_ms", "stall_at_s", "generators",
                    "target", "keepalive", "tls", "backend_delay_ms", "protocol", "streams", "target_stack",
-                   "target_version"}
+                   "target_version", "flow", "relogin_every"}
 RESULT_COLUMNS = [c for c in COLUMNS if c not in CONTEXT_COLUMNS]
 
 

@@ -12,7 +12,7 @@ import statistics
 import time
 import traceback
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterator
@@ -22,6 +22,7 @@ from rich.markup import escape
 
 from harness import environment
 from harness.errors import HarnessError
+from harness.flows import FLOWS
 from harness.network.capture import MISSING, Capture, tcpdump_missing
 from harness.network.shaping import (ShaperChoice, choose_shaper, loaded_probe, measured_rtt, netem_available,
                                      proxy_pids, shaped)
@@ -156,11 +157,13 @@ def _execute(record: RunRecord, sessions: list[Session], adapter: ToolAdapter, s
         record.proxy_beside_tool = record.shaper == "toxiproxy" and not sessions[0].proxy_beside_target
         specs = [RunSpec(url=p.url, vus=p.vus, duration_s=scenario.duration_s, out_dir=run_dir / p.folder,
                          cpus=p.cpus, rate_rps=p.rate_rps, per_request=p.per_request, keepalive=scenario.keepalive,
-                         protocol=scenario.protocol, streams=scenario.streams)
+                         protocol=scenario.protocol, streams=scenario.streams,
+                         flow=FLOWS.get(scenario.flow or ""), relogin_every=scenario.relogin_every)
                  for p in record.parts]
         for part, spec in zip(record.parts, specs):
             part.command = adapter.command(spec)
         before, logged_before = targets[0].counters(), targets[0].protocol_log_size()
+        api_before = targets[0].api_log_size()
         with phases.timed("load"):
             executions, stalled = _load(record, sessions, adapter, scenario, run_dir, capture, targets[0], specs, rate)
         # stub_status counts its own request and connection: `after` includes one of each beyond `before`.
@@ -168,6 +171,8 @@ def _execute(record: RunRecord, sessions: list[Session], adapter: ToolAdapter, s
         record.server_requests = after.requests - before.requests - 1
         record.server_connections = after.accepts - before.accepts - 1
         record.server_off_protocol = targets[0].off_protocol_requests(logged_before)
+        api = targets[0].api_counts(api_before)
+        record.server_api = asdict(api) if api is not None else None
         record.stall = stalled.to_dict() if stalled is not None else None
         for part, spec, execution in zip(record.parts, specs, executions):
             part.executed = not isinstance(execution, BaseException)

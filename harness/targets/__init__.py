@@ -36,7 +36,6 @@ PROTOCOL_LOG = "protocol.log"
 PROTO_HEADER = "X-Lth-Client-Protocol"
 ECHO_MODULE = Path("/usr/lib/nginx/modules/ngx_http_echo_module.so")   # Debian's libnginx-mod-http-echo
 JS_MODULE = Path("/usr/lib/nginx/modules/ngx_http_js_module.so")       # Debian's libnginx-mod-http-js (njs)
-API_TARGET = "api"   # the file server plus the API of issue 37's flows (targets/api, harness/flows.py)
 UNDELAYED = "/lth-undelayed"   # the file without the backend delay, for the RTT probe
 DELAY_LEVELS = 256   # a uniform delay range is drawn from the first two hex digits of $request_id
 
@@ -52,6 +51,7 @@ class TargetAdapter:
     config: str | None = None        # a proxy's configuration file, rendered from <config>.j2
     command: tuple[str, ...] = ()    # a proxy's argv; {prefix} and {config} are filled in
     protocols: tuple[str, ...] = ("http/1.1",)   # what the tools may speak to it: h2, h2c (issue 38)
+    flows: tuple[str, ...] = ()      # the flows whose API it serves (issue 37, harness/flows.py)
 
     @property
     def is_proxy(self) -> bool:
@@ -70,7 +70,8 @@ def _load(folder: Path) -> TargetAdapter:
                                 role=manifest["role"], packages=tuple(manifest["packages"]),
                                 version_command=tuple(manifest["version_command"]),
                                 config=manifest.get("config"), command=tuple(manifest.get("command", ())),
-                                protocols=("http/1.1", *manifest.get("protocols", ())))
+                                protocols=("http/1.1", *manifest.get("protocols", ())),
+                                flows=tuple(manifest.get("flows", ())))
     except KeyError as exc:
         raise HarnessError(f"{folder}/target.toml: missing key {exc} (see targets/README.md)") from None
     if adapter.role not in ("server", "proxy") or (adapter.is_proxy and not (adapter.config and adapter.command)):
@@ -182,7 +183,7 @@ def stage(setup: Setup, folder: Path, load_host: str, upstream_host: str, certif
     behind_proxy = adapter.is_proxy
     stage_file_server(files, port=UPSTREAM_PORT if behind_proxy else LOAD_PORT)
     _file_server_extras(files, setup, certificate if setup.tls and not behind_proxy else None, behind_proxy)
-    api_log = _api_extras(files, setup, adapter.folder) if adapter.id == API_TARGET else None
+    api_log = _api_extras(files, setup, adapter.folder) if adapter.flows else None
     upstream = Process("upstream", ["nginx", "-p", f"{files}/", "-c", str(files / "nginx.conf")])
     port = TLS_PORT if setup.tls else LOAD_PORT
     undelayed = f"{UNDELAYED}/{TARGET_FILE}" if setup.delay_ms else None
@@ -312,8 +313,8 @@ def stack_facts(stack: Stack, cpus: dict[str, tuple[int, ...]], versions: dict[s
         described = f"{proxy.id} {versions.get(proxy.id, '?')} on CPUs {format_cpus(cpus['proxy'])} -> {upstream}"
         if cpus["proxy"] == cpus["upstream"]:
             described += " (proxy and file server share the target's CPUs: too few cores to give each its own)"
-    if stack.setup.target == API_TARGET:
-        described = f"{API_TARGET}: {described} with the njs API (POST /api/auth/login, GET /api/contact)"
+    if get(stack.setup.target).flows:
+        described = f"{stack.setup.target}: {described} with the njs API (POST /api/auth/login, GET /api/contact)"
     if stack.setup.tls:
         described += f"; TLS ends at {proxy.id if proxy else FILE_SERVER} (self-signed, not verified)"
     if stack.setup.http2:

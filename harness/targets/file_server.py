@@ -15,6 +15,7 @@ from pathlib import Path
 
 from harness import TARGET_DIR
 from harness.errors import HarnessError
+from harness.flows import ApiCounts, read_api_counts
 
 TARGET_FILE = "style.css"
 STATUS_PATH = "/nginx_status"
@@ -175,12 +176,15 @@ class Target:
 
     def protocol_log_size(self) -> int | None:
         """Where the file server's log of other-version requests ends now (None: this target keeps none)."""
-        if self.protocol_log is None:
-            return None
-        try:
-            return self.protocol_log.stat().st_size
-        except FileNotFoundError:   # Nginx opens it at the first request it logs
-            return 0
+        return _size(self.protocol_log)
+
+    def api_log_size(self) -> int | None:
+        """Where the API's log ends now (None: not an API target, or not readable here)."""
+        return _size(self.api_log)
+
+    def api_counts(self, since: int | None) -> ApiCounts | None:
+        """What the API answered per step and status after offset ``since`` (None: no API log here)."""
+        return None if since is None or self.api_log is None else read_api_counts(self.api_log, since)
 
     def off_protocol_requests(self, since: int | None) -> dict[str, int] | None:
         """{HTTP version: requests} the file server logged on the tools' port after offset ``since`` (each line
@@ -202,3 +206,13 @@ class Target:
     def requests_served(self) -> int:
         """Nginx's stub_status request total (it counts this request too)."""
         return self.counters().requests
+
+
+def _size(log: Path | None) -> int | None:
+    """A log's size now (None: no such log; 0: Nginx has not opened it yet, at the first line it writes)."""
+    if log is None:
+        return None
+    try:
+        return log.stat().st_size
+    except FileNotFoundError:
+        return 0

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.flows import Flow
+
 
 @dataclass(frozen=True)
 class RunSpec:
@@ -20,6 +22,8 @@ class RunSpec:
     keepalive: bool = True       # False: a new TCP connection for every request (issue 23)
     protocol: str = "http/1.1"   # issue 38: "h2" (over TLS, ALPN) or "h2c" (cleartext, prior knowledge)
     streams: int = 1             # HTTP/2: requests in flight per connection (vus / streams connections)
+    flow: Flow | None = None     # issue 37: each VU runs this flow (log in, GET the API with the token), not GET url
+    relogin_every: int | None = None   # the flow: log in again after this many GETs (None: once per VU)
 
     @property
     def http2(self) -> bool:
@@ -29,6 +33,12 @@ class RunSpec:
     def connections(self) -> int:
         """The connections asked for: vus over HTTP/1.1, vus / streams over HTTP/2 (at least one)."""
         return max(1, self.vus // self.streams)
+
+    @property
+    def base_url(self) -> str:
+        """scheme://host:port of the url: where a flow's paths (harness/flows.py) go."""
+        scheme, rest = self.url.split("://", 1)
+        return f"{scheme}://{rest.split('/', 1)[0]}"
 
     @property
     def tls(self) -> bool:

@@ -29,6 +29,8 @@ class ApacheBench(ToolAdapter):
     keepalive_off = True   # no -k: ab then sends HTTP/1.0 without Keep-Alive and connects for each request
     tls = True             # ab (built with OpenSSL) does not verify the server's certificate
     h2 = h2c = "ab speaks HTTP/1.0 with keep-alive only"
+    login_flow = ("ab sends one fixed request over and over (-p gives a fixed body): no answer is read into a "
+                  "later request")
 
     def command(self, spec: RunSpec) -> list[str]:
         # -n must follow -t: -t resets the request count to 50000.

@@ -19,6 +19,7 @@ class Bombardier(ToolAdapter):
     h2 = True
     h2c = "bombardier's --http2 is HTTP/2 over TLS only: no prior-knowledge cleartext HTTP/2"
     h2_connections = "per_vu"
+    login_flow = "bombardier sends one fixed request over and over: no answer is read into a later request"
 
     def command(self, spec: RunSpec) -> list[str]:
         rate = ["-r", str(spec.rate_rps)] if spec.rate_rps else []

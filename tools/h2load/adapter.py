@@ -45,6 +45,8 @@ class H2load(ToolAdapter):
     # HTTP/2 is h2load's own protocol: h2 by ALPN over https://, h2c with prior knowledge over http://.
     h2 = True
     h2c = True
+    login_flow = ("h2load sends fixed requests (-i a list of URIs, -d a fixed body): no answer is read into a "
+                  "later request")
 
     def command(self, spec: RunSpec) -> list[str]:
         threads = max(1, min(spec.connections, spec.cpus))

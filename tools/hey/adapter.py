@@ -46,6 +46,8 @@ class Hey(ToolAdapter):
     h2 = True
     h2c = "hey's -h2 is HTTP/2 over TLS only: no prior-knowledge cleartext HTTP/2"
     h2_connections = "per_vu"
+    login_flow = ("hey sends one fixed request over and over (-D gives a fixed body): no answer is read into a "
+                  "later request")
 
     def command(self, spec: RunSpec) -> list[str]:
         rate = ["-q", f"{spec.rate_rps / spec.vus:g}"] if spec.rate_rps else []

@@ -30,6 +30,8 @@ class Oha(ToolAdapter):
     # in flight on each (oha runs c x p workers).
     h2 = True
     h2c = True
+    login_flow = ("oha sends one fixed request (a fixed body, a URL it may randomise by pattern): no answer is "
+                  "read into a later request")
 
     @staticmethod
     def connection_options(spec: RunSpec) -> list[str]:

@@ -56,6 +56,8 @@ class Vegeta(ToolAdapter):
     h2 = True
     h2c = True
     h2_connections = {"h2": "per_vu", "h2c": "one"}
+    login_flow = ("vegeta's CLI sends the targets it is given: no answer is read into a later request (its Go "
+                  "library could; this lineup runs the CLI)")
 
     @staticmethod
     def attack_options(spec: RunSpec) -> str:

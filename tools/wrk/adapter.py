@@ -95,13 +95,20 @@ class Wrk(ToolAdapter):
     tls = True   # wrk (built with OpenSSL) does not verify the server's certificate
     h2 = h2c = "wrk speaks HTTP/1.1 only (HTTP/2 is wrk issues #254 and #499)"
 
+    login_flow = True   # flow.lua: request() and response() (see its comments for what wrk's Lua allows)
+
     def command(self, spec: RunSpec) -> list[str]:
         threads = max(1, min(spec.vus, spec.cpus))
         close = [] if spec.keepalive else ["-H", "Connection: close"]
-        return [
-            self.binary, f"-t{threads}", f"-c{spec.vus}", f"-d{spec.duration_s}s", "--timeout", "10s", *close,
-            "-s", str(self.folder / "report.lua"), spec.url,
-        ]
+        if spec.flow is None:
+            script, target = [str(self.folder / "report.lua"), spec.url], []
+        else:
+            f = spec.flow
+            script = [str(self.folder / "flow.lua"), spec.base_url]
+            target = ["--", f.login_path, f.login_body, f.login_content_type, f.token_field, f.get_path,
+                      f.token_header, str(spec.relogin_every or 0), str(spec.vus // threads)]
+        return [self.binary, f"-t{threads}", f"-c{spec.vus}", f"-d{spec.duration_s}s", "--timeout", "10s", *close,
+                "-s", *script, *target]
 
     @staticmethod
     def _read(output: ToolOutput) -> tuple[dict, Histogram, Histogram, bool, int]:
