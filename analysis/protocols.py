@@ -21,7 +21,7 @@ ORDER = {"http/1.1": 0, "h2": 1, "h2c": 2}
 def _closed_loop(df: pd.DataFrame) -> pd.DataFrame:
     """Runs with keep-alive on, no backend delay, rate or stall: the protocol (and the target) is what differs."""
     plain = (df["keepalive"].astype(str) == "True") & df["backend_delay_ms"].isna()
-    for column in ("rate_target_rps", "stall_ms"):
+    for column in ("rate_target_rps", "stall_ms", "flow"):
         if column in df:
             plain &= df[column].isna()
     return df[plain].assign(tls=df["tls"].astype(str) == "True",

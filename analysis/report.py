@@ -24,7 +24,7 @@ from harness import REPO_ROOT
 from analysis.charts import CHARTS, OK, run_status, runtime_ratios, spread, with_limits
 from analysis.load import NUMERIC, environment, load_results, scenario_order
 from analysis.numbers import number
-from analysis import capacity, protocols, scorecard, targets
+from analysis import capacity, flows, protocols, scorecard, targets
 from analysis.figures import save
 from analysis.uncertainty import CV_LIMIT, NOT_MEASURABLE as FLAGGED, Estimate, rank
 from analysis.stall import EXPLANATION as STALL_EXPLANATION, stall_table, write_stall_chart
@@ -193,6 +193,7 @@ def build(folders: list[Path], out: Path, svg: bool = False) -> Path:
         scorecard_absent=absent, scorecard_columns=scorecard.COLUMNS,
         cv_limit=f"{CV_LIMIT:.0%}",
         capacity=capacity_section, targets=targets.section(df), protocols=protocols.table(df),
+        flows=flows.table(df),
         stall=stall_table(df), stall_explanation=STALL_EXPLANATION, stall_chart=write_stall_chart(df, out, svg),
     )
     (out / "index.html").write_text(html)

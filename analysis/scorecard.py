@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis import memory
+from analysis import flows, memory
 from analysis.charts import OK
 from analysis.load import closed_model, default_setup
 from analysis.numbers import number
@@ -58,11 +58,14 @@ COLUMNS: dict[str, str] = {
           "where scenarios/protocols.yaml ran",
     "h2c": "whether the tool speaks cleartext HTTP/2 with prior knowledge, and its RPS change against plain "
            "HTTP/1.1 at the same VUs and RTT, one stream per connection, where scenarios/protocols.yaml ran",
+    "login_flow": "whether the tool scripts the login flow (log in, carry the token, GET the API; its adapter's "
+                  "declaration, the API's counts judging every run), and its requests per CPU-second running it "
+                  "against its plain GET of the file at the same VUs and RTT, where scenarios/flows.yaml ran",
 }
 HEADERS = {"req_per_cpu_s": "req / CPU-s", "max_vus_ok": "ok up to VUs", "p50_error_ms": "p50 − wire ms",
            "p99_error_ms": "p99 − wire ms", "stall": "stall test", "mem_per_vu_kb": "KiB / VU",
            "rps_cv": "RPS CV", "open_model": "open model", "keepalive_off": "keep-alive off", "tls": "TLS",
-           "h2": "h2", "h2c": "h2c"}
+           "h2": "h2", "h2c": "h2c", "login_flow": "login flow"}
 FEATURES = ("keepalive_off", "tls", "h2", "h2c")
 
 
@@ -230,6 +233,28 @@ def feature_cells(df: pd.DataFrame, feature: str, declared: Callable[[str], bool
     return cells
 
 
+def flow_cells(df: pd.DataFrame, declared: Callable[[str], bool | str | None]) -> dict[str, Cell]:
+    """The login flow: the declaration, and the flow's requests per CPU-second against the plain GET's."""
+    ran = "flow" in df and df["flow"].notna().any()
+    cells = {}
+    for label, runs in df.groupby("label"):
+        tool = runs["tool"].iloc[0]
+        answer = declared(tool)
+        if answer is None:
+            cells[label] = Cell("unknown: no adapter of that name here", None, "")
+        elif answer is not True:
+            cells[label] = Cell("no", 0.0, f"tools/{tool}/adapter.py: {answer}", {"answer": "no"} if ran else {})
+        elif (cost := flows.scorecard_cost(runs)) is None:
+            cells[label] = Cell("yes", 1.0, f"tools/{tool}/adapter.py: login_flow = True; no ok flow run with its "
+                                            "plain GET in these results (scenarios/flows.yaml)", {"answer": "yes"})
+        else:
+            share, scenario = cost
+            cells[label] = Cell(f"yes: {share:.0%} of its plain-GET req / CPU-s ({scenario})", share,
+                                f"{scenario}: {_runs_source(runs[runs['scenario'] == scenario])}",
+                                {"answer": "yes", "share": share})
+    return cells
+
+
 def _changed_and_baseline(df: pd.DataFrame, feature: str) -> tuple[pd.Series, pd.Series]:
     """The rows that have the feature, and the rows each is compared with: the plain setup (Nginx, keep-alive,
     HTTP/1.1 without TLS), or for h2 HTTP/1.1 over TLS; HTTP/2 at one stream per connection, like with like."""
@@ -297,7 +322,8 @@ def build(df: pd.DataFrame, declarations=adapter_declarations) -> list[dict]:
                "p99_error_ms": wire_error_cells(df, "tool_error_p99_ms"),
                "stall": stall_cells(df), "mem_per_vu_kb": mem_cells(df),
                "rps_cv": stability_cells(df), "open_model": open_model_cells(df, declarations),
-               **{feature: feature_cells(df, feature, declared_feature(feature)) for feature in FEATURES}}
+               **{feature: feature_cells(df, feature, declared_feature(feature)) for feature in FEATURES},
+               "login_flow": flow_cells(df, declared_feature("login_flow"))}
     missing = {column: _missing(column, df) for column in columns}
     rows = []
     for label in sorted(df["label"].unique()):
@@ -349,6 +375,11 @@ def sentence(label: str, row: dict) -> str:
     if model:
         clauses.append({"yes": "can pace an arrival rate", "no": "closed model only",
                         "not wired": "open model not wired here"}[model])
+    flow = row["login_flow"].facts
+    if flow.get("answer") == "no":
+        clauses.append("cannot script the login flow")
+    elif flow.get("share") is not None:
+        clauses.append(f"scripts the login flow at {flow['share']:.0%} of its plain-GET rate per core")
     for column, name in (("keepalive_off", "keep-alive off"), ("tls", "TLS"), ("h2", "h2"), ("h2c", "h2c")):
         facts = row[column].facts
         if facts.get("answer") == "no":

@@ -6,11 +6,13 @@ own figures are not measurements. report.lua dumps that histogram; :func:`uncorr
 correction exactly and the figures here are the raw, measured latencies. See tools/wrk/README.md.
 """
 import json
+from pathlib import Path
 
 from harness.stats import histogram_metrics
 from harness.tools import LatencyHistogram, Metrics, ParseError, RunSpec, ToolAdapter, ToolOutput
 
 MARKER, HISTOGRAM = "LTH_JSON ", "LTH_HIST"
+SCRIPTS = Path(__file__).resolve().parent   # report.lua and flow.lua (also for a test's tool built on this one)
 Histogram = dict[int, int]   # latency in us -> count
 
 
@@ -101,10 +103,10 @@ class Wrk(ToolAdapter):
         threads = max(1, min(spec.vus, spec.cpus))
         close = [] if spec.keepalive else ["-H", "Connection: close"]
         if spec.flow is None:
-            script, target = [str(self.folder / "report.lua"), spec.url], []
+            script, target = [str(SCRIPTS / "report.lua"), spec.url], []
         else:
             f = spec.flow
-            script = [str(self.folder / "flow.lua"), spec.base_url]
+            script = [str(SCRIPTS / "flow.lua"), spec.base_url]
             target = ["--", f.login_path, f.login_body, f.login_content_type, f.token_field, f.get_path,
                       f.token_header, str(spec.relogin_every or 0), str(spec.vus // threads)]
         return [self.binary, f"-t{threads}", f"-c{spec.vus}", f"-d{spec.duration_s}s", "--timeout", "10s", *close,
