@@ -14,8 +14,8 @@ from analysis.numbers import number
 OK = "ok"
 LEVEL = ["runtime", "tool", "target", "vus", "rtt_target_ms"]
 SETTING = ["protocol", "streams", "tls", "scenario"]
-HTTP2 = ("h2", "h2c")
-ORDER = {"http/1.1": 0, "h2": 1, "h2c": 2}
+HTTP2 = ("h2", "h2c", "h3")   # the protocols compared with HTTP/1.1 (h3: HTTP/3, over TLS as h2)
+ORDER = {"http/1.1": 0, "h2": 1, "h2c": 2, "h3": 3}
 
 
 def _closed_loop(df: pd.DataFrame) -> pd.DataFrame:
@@ -77,7 +77,7 @@ def _baseline(medians: pd.DataFrame, level: dict, setting: dict) -> float | None
     if setting["protocol"] not in HTTP2:
         return None
     same = medians[(medians[LEVEL] == pd.Series(level)).all(axis=1) & (medians["protocol"] == "http/1.1")
-                   & (medians["tls"] == (setting["protocol"] == "h2"))]
+                   & (medians["tls"] == (setting["protocol"] != "h2c"))]
     return None if same.empty else same["rps"].iloc[0]
 
 

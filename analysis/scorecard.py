@@ -58,6 +58,8 @@ COLUMNS: dict[str, str] = {
           "where scenarios/protocols.yaml ran",
     "h2c": "whether the tool speaks cleartext HTTP/2 with prior knowledge, and its RPS change against plain "
            "HTTP/1.1 at the same VUs and RTT, one stream per connection, where scenarios/protocols.yaml ran",
+    "h3": "whether the tool speaks HTTP/3 (QUIC; its adapter's declaration, checked at the server on every run); "
+          "measured against HTTP/1.1 over TLS in the report's HTTP/2 section, where scenarios/protocols.yaml ran",
     "login_flow": "whether the tool scripts the login flow (log in, carry the token, GET the API; its adapter's "
                   "declaration, the API's counts judging every run), and its requests per CPU-second running it "
                   "against its plain GET of the file at the same VUs and RTT, where scenarios/flows.yaml ran",
@@ -65,8 +67,8 @@ COLUMNS: dict[str, str] = {
 HEADERS = {"req_per_cpu_s": "req / CPU-s", "max_vus_ok": "ok up to VUs", "p50_error_ms": "p50 − wire ms",
            "p99_error_ms": "p99 − wire ms", "stall": "stall test", "mem_per_vu_kb": "KiB / VU",
            "rps_cv": "RPS CV", "open_model": "open model", "keepalive_off": "keep-alive off", "tls": "TLS",
-           "h2": "h2", "h2c": "h2c", "login_flow": "login flow"}
-FEATURES = ("keepalive_off", "tls", "h2", "h2c")
+           "h2": "h2", "h2c": "h2c", "h3": "h3", "login_flow": "login flow"}
+FEATURES = ("keepalive_off", "tls", "h2", "h2c", "h3")
 
 
 def _runs_source(runs: pd.DataFrame) -> str:
@@ -213,7 +215,7 @@ def feature_cells(df: pd.DataFrame, feature: str, declared: Callable[[str], bool
     """keep-alive off / TLS / h2 / h2c: the declaration, and the measured RPS change against its baseline."""
     changed, baseline = _changed_and_baseline(df, feature)
     # HTTP/2's "no" goes into the sentence only where the results hold an HTTP/2 scenario (the column has it always).
-    said = feature not in ("h2", "h2c") or bool(changed.any())
+    said = feature not in ("h2", "h2c", "h3") or ("protocol" in df and bool((df["protocol"] == feature).any()))
     cells = {}
     for label, runs in df.groupby("label"):
         answer = declared(runs["tool"].iloc[0])
@@ -227,7 +229,7 @@ def feature_cells(df: pd.DataFrame, feature: str, declared: Callable[[str], bool
         cost = _measured_change(runs, changed.loc[runs.index], baseline.loc[runs.index])
         text = "yes" if cost is None else f"yes: RPS {cost[0]:+.0%} ({cost[1]})"
         declared_yes = (f"tools/{runs['tool'].iloc[0]}/adapter.py: {feature} = True; not measured in these results "
-                        f"(scenarios/{'protocols' if feature in ('h2', 'h2c') else 'targets'}.yaml)")
+                        f"(scenarios/{'protocols' if feature in ('h2', 'h2c', 'h3') else 'targets'}.yaml)")
         cells[label] = Cell(text, 1.0 if cost is None else 1.0 + cost[0], cost[2] if cost else declared_yes,
                             {"answer": "yes", "change": None if cost is None else cost[0]})
     return cells
@@ -380,7 +382,8 @@ def sentence(label: str, row: dict) -> str:
         clauses.append("cannot script the login flow")
     elif flow.get("share") is not None:
         clauses.append(f"scripts the login flow at {flow['share']:.0%} of its plain-GET rate per core")
-    for column, name in (("keepalive_off", "keep-alive off"), ("tls", "TLS"), ("h2", "h2"), ("h2c", "h2c")):
+    for column, name in (("keepalive_off", "keep-alive off"), ("tls", "TLS"), ("h2", "h2"), ("h2c", "h2c"),
+                         ("h3", "h3")):
         facts = row[column].facts
         if facts.get("answer") == "no":
             clauses.append(f"no {name}")

@@ -152,17 +152,19 @@ class Scenario(BaseModel):
         if self.protocol == "http/1.1":
             return (None if self.streams == 1 else
                     "streams is HTTP/2's requests in flight per connection: it needs protocol h2 or h2c")
-        if self.protocol == "h3":
-            return ("protocol h3: Debian 12's Nginx (1.22) does not serve HTTP/3, and no tool's HTTP/3 is wired "
-                    "here yet (README: HTTP/2 and HTTP/3): use h2 or h2c")
+        if self.protocol == "h3" and not self.tls:
+            return "protocol h3 is HTTP/3 over QUIC, which is always TLS: add tls: true"
+        if self.protocol == "h3" and self.streams > 1:
+            return "streams with protocol h3: not wired yet (one request in flight per QUIC connection)"
         if self.protocol == "h2" and not self.tls:
             return "protocol h2 is HTTP/2 over TLS (ALPN): add tls: true, or use h2c (cleartext, prior knowledge)"
         if self.protocol == "h2c" and self.tls:
             return "protocol h2c is cleartext HTTP/2: drop tls: true, or use h2 (over TLS)"
-        target = targets.discover().get(self.target)
+        target, available = targets.discover().get(self.target), targets.discover().values()
         if target is not None and self.protocol not in target.protocols:
+            serving = [t.id for t in available if self.protocol in t.protocols]
             return (f"target {self.target} does not serve protocol {self.protocol} (its target.toml protocols: "
-                    f"{', '.join(target.protocols)}): use a target that does, e.g. nginx")
+                    f"{', '.join(target.protocols)}): use target: {' or '.join(serving) or '(none here)'}")
         if not self.keepalive:
             return f"keepalive: false with protocol {self.protocol}: an HTTP/2 connection is kept by definition"
         if self.rate_rps is not None:

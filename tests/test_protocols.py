@@ -31,7 +31,10 @@ def scenario(**fields) -> Scenario:
     ({"protocol": "h2c", "tls": True}, "protocol h2c is cleartext HTTP/2: drop tls: true"),
     ({"streams": 4}, "streams is HTTP/2's requests in flight per connection: it needs protocol h2 or h2c"),
     ({"protocol": "h2c", "streams": 3}, "vus 20 is not a multiple of streams 3"),
-    ({"protocol": "h3", "tls": True}, "protocol h3: Debian 12's Nginx (1.22) does not serve HTTP/3"),
+    ({"protocol": "h3", "tls": True}, "target nginx does not serve protocol h3 (its target.toml protocols: "
+                                      "http/1.1, h2, h2c): use target: caddy"),
+    ({"protocol": "h3", "target": "caddy"}, "protocol h3 is HTTP/3 over QUIC, which is always TLS: add tls: true"),
+    ({"protocol": "h3", "target": "caddy", "tls": True, "streams": 4}, "streams with protocol h3: not wired yet"),
     ({"protocol": "h2c", "keepalive": False}, "keepalive: false with protocol h2c"),
     ({"protocol": "h2c", "rate_rps": 100}, "rate_rps with protocol h2c"),
     ({"protocol": "http/2"}, "Input should be 'http/1.1', 'h2', 'h2c' or 'h3'"),
@@ -128,8 +131,8 @@ def test_a_target_that_does_not_declare_http2_is_refused_with_the_way_out(tmp_pa
     monkeypatch.setenv("LTH_EXTRA_TARGETS", str(tmp_path))
     with pytest.raises(ValidationError) as refused:
         scenario(protocol="h2c", target="plain")
-    assert ("target plain does not serve protocol h2c (its target.toml protocols: http/1.1): use a target that "
-            "does, e.g. nginx") in str(refused.value)
+    assert ("target plain does not serve protocol h2c (its target.toml protocols: http/1.1): use target: api or "
+            "caddy or haproxy or nginx or nginx-proxy") in str(refused.value)
     assert scenario(protocol="h2c", target="haproxy").connections == 20
 
 

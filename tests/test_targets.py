@@ -107,7 +107,7 @@ def test_a_tool_that_cannot_gets_its_reason_never_a_different_test():
     fake = SimpleNamespace(open_model=False, rate_model="closed model only: no rate",
                            keepalive_off="it has no option to close connections", tls=True,
                            h2="it speaks HTTP/1.1 only", h2c=True, h2_connections="any",
-                           login_flow="it sends one fixed request")
+                           h3="it has no QUIC", login_flow="it sends one fixed request")
     assert capabilities.unsupported_reason(scenario(keepalive=False), fake) == \
         "keep-alive off not supported: it has no option to close connections"
     assert capabilities.unsupported_reason(scenario(tls=True), fake) is None
@@ -118,7 +118,7 @@ def test_a_tool_that_cannot_gets_its_reason_never_a_different_test():
     assert capabilities.matrix(fake) == {"open model": "no: closed model only: no rate",
                                          "keep-alive off": "no: it has no option to close connections", "TLS": "yes",
                                          "h2": "no: it speaks HTTP/1.1 only", "h2c": "yes",
-                                         "login flow": "no: it sends one fixed request"}
+                                         "h3": "no: it has no QUIC", "login flow": "no: it sends one fixed request"}
 
 
 def test_run_spec_says_tls_from_the_url(tmp_path):

@@ -72,6 +72,8 @@ class Capture:
     @contextmanager
     def recording(self, session: Session, target: Target, run_dir: Path,
                   paced: tuple[int, str] | None = None) -> Iterator[None]:
+        if target.protocol == "h3" and self.enabled and not self.skipped:
+            self.skipped = "HTTP/3 is QUIC over UDP: the capture reads TCP"
         if not self.enabled or self.skipped:
             yield
             return

@@ -16,11 +16,12 @@ import json
 from dataclasses import dataclass, fields
 from pathlib import Path
 
+from harness.flows import FLOWS
 from harness.failure import cause_line, name_the_missing_path
 from harness.row import bottleneck, merge, rate, target, wire
 from harness.row.usage import summarise
 from harness.scenarios import Scenario, rtt_tolerance_ms
-from harness.store.figures import LATENCY_FIELDS, Metrics, below_resolution, emptied_cell
+from harness.store.figures import TIMED_FIELDS, Metrics, below_resolution, emptied_cell
 from harness.store.record import SCHEMA_VERSION, Execution, PartRecord, RunRecord, load_execution
 from harness.store.results import COLUMNS, RunRow, withhold_results, write_meta
 from harness.store.stall import StallRecord
@@ -146,7 +147,8 @@ def _part(record: RunRecord, part: PartRecord, adapter: ToolAdapter,
     spec = RunSpec(url=part.url, vus=part.vus, duration_s=record.scenario["duration_s"], out_dir=folder,
                    cpus=part.cpus, rate_rps=part.rate_rps, per_request=part.per_request,
                    keepalive=record.scenario.get("keepalive", True),
-                   protocol=record.scenario.get("protocol", "http/1.1"), streams=record.scenario.get("streams", 1))
+                   protocol=record.scenario.get("protocol", "http/1.1"), streams=record.scenario.get("streams", 1),
+                   flow=FLOWS.get(record.scenario.get("flow") or ""), relogin_every=record.scenario.get("relogin_every"))
     output = ToolOutput(spec, execution.stdout, execution.stderr, execution.exit_code or 0, execution.launched_at)
     meta.update(_figures(row, adapter, output, execution, record.grace_s))
     if row.status == "failed":
@@ -168,9 +170,9 @@ def _figures(row: RunRow, adapter: ToolAdapter, output: ToolOutput, execution: E
     meta.json adds."""
     try:
         raw = adapter.parse(output)
-        shown = {name: getattr(raw, name) for name in LATENCY_FIELDS}
+        shown = {name: getattr(raw, name) for name in TIMED_FIELDS}
         metrics = below_resolution(raw, adapter.timing_resolution_ms)
-        row.lat_below_resolution = emptied_cell([n for n in LATENCY_FIELDS if shown[n] is not None
+        row.lat_below_resolution = emptied_cell([n for n in TIMED_FIELDS if shown[n] is not None
                                                  and getattr(metrics, n) is None])
     except Exception as exc:  # noqa: BLE001 - any parser failure is the run's failure, not the suite's
         metrics, row.error = None, (f"could not parse {adapter.name}'s output in {output.spec.out_dir}: "

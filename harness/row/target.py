@@ -3,7 +3,7 @@ really opened a connection per request (the wire's count, else the file server's
 was HTTP/2 at the file server (issue 38)."""
 from __future__ import annotations
 
-from harness.scenarios import HTTP2_PROTOCOLS
+from harness.targets import SERVED_AS
 from harness.store.record import RunRecord
 from harness.store.results import RunRow
 
@@ -48,7 +48,7 @@ def check_protocol(row: RunRow, off_protocol: dict | None, probed_under_load: bo
     which the proxy forwards in a header) fails the run; the connections it accepted
     against those asked for (vus / streams) are noted when they differ, unless the RTT probe ran beside the
     load (Toxiproxy's loaded probe opens connections of its own, which the file server counts too)."""
-    if row.protocol not in HTTP2_PROTOCOLS or off_protocol is None:
+    if row.protocol not in SERVED_AS or off_protocol is None:
         return
     row.server_off_protocol_requests = sum(off_protocol.values())
     if row.status != "ok":
@@ -58,11 +58,12 @@ def check_protocol(row: RunRow, off_protocol: dict | None, probed_under_load: bo
         row.status = "failed"
         where = ("the file server answered" if row.target == "nginx"
                  else f"{row.target} was sent (as it told the file server)")
+        spoken = SERVED_AS[row.protocol][:-2]   # HTTP/2, HTTP/3
         row.error = (f"protocol {row.protocol} was asked, but {where} {seen} on the tools' port "
-                     f"(of {row.server_requests or 0:,} requests): the tool did not speak HTTP/2")
+                     f"(of {row.server_requests or 0:,} requests): the tool did not speak {spoken}")
         return
     asked = max(1, row.vus // row.streams)
-    if row.target != "nginx":   # behind a proxy the file server counts the proxy's connections, not the tool's
+    if row.target != "nginx" or row.protocol == "h3":   # behind a proxy: the proxy's connections to the file server
         return
     if not probed_under_load and row.server_connections is not None and row.server_connections != asked:
         _note(row, f"HTTP/2: the file server accepted {row.server_connections:,} connections for {row.vus} requests "

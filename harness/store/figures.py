@@ -51,12 +51,14 @@ class Metrics(Figures):
 
 BELOW_RESOLUTION = "below the tool's {resolution:g} ms timing resolution, left empty: {columns}"
 LATENCY_FIELDS = tuple(f.name for f in fields(Figures) if f.name.startswith("lat_"))
+# Every latency a tool reports, a flow's steps too: what the tool's clock step may empty.
+TIMED_FIELDS = tuple(f.name for f in fields(Metrics) if f.name.startswith("lat_"))
 
 
 def below_resolution(metrics: Metrics, resolution_ms: float) -> Metrics:
     """Empty every latency figure smaller than the tool's clock step (a whole-ms tool's 0 means
     "under 1 ms", not 0 ms), naming them in a note."""
-    hidden = [name for name in LATENCY_FIELDS
+    hidden = [name for name in TIMED_FIELDS
               if getattr(metrics, name) is not None and getattr(metrics, name) < resolution_ms]
     for name in hidden:
         setattr(metrics, name, None)

@@ -106,7 +106,7 @@ def run_one(runtime: Runtime, adapter: ToolAdapter, scenario: Scenario, folder: 
     stores its raw files and record.json; its row is derived from them (harness/row). Whatever goes
     wrong becomes the row's status and error; only an interrupt escapes."""
     run_dir, record = _record(runtime, adapter, scenario, folder, repeat, shaper)
-    record.grace_s = grace_s(scenario.duration_s, grace)
+    record.grace_s = grace_s(scenario.duration_s, grace) + adapter.wind_down_s(scenario.protocol)
     phases = Phases(record.phases_s)
     with phases.timed("target_facts"):
         record.target = runtime.target_facts() or None
@@ -321,6 +321,13 @@ class Bench:
     shaper: ShaperChoice
     no_tcpdump: bool
 
+    def _shaper_reason(self, scenario: Scenario) -> str | None:
+        """Why the chosen shaper cannot make this scenario's RTT (None: it can, or none is needed)."""
+        if scenario.protocol == "h3" and scenario.needs_shaping and self.shaper.kind == "toxiproxy":
+            return ("HTTP/3 is QUIC over UDP, and Toxiproxy shapes TCP only: an h3 run at an RTT needs netem "
+                    "(a kernel with sch_netem, or make test-netem's VM)")
+        return None
+
     def cannot_run(self, adapter: ToolAdapter) -> str | None:
         """Why the tool cannot run here at all (None: it can)."""
         return adapter.unavailable or self.broken.get(adapter.name)
@@ -329,7 +336,8 @@ class Bench:
         plan = self.plan
         if reason := self.cannot_run(adapter):
             row = _unrunnable(self.runtime, adapter, scenario, self.folder, reason, repeat)
-        elif reason := capabilities.unsupported_reason(scenario, adapter) or self.runtime.unsupported_reason(scenario):
+        elif reason := (capabilities.unsupported_reason(scenario, adapter) or self.runtime.unsupported_reason(scenario)
+                        or self._shaper_reason(scenario)):
             row = _unrunnable(self.runtime, adapter, scenario, self.folder, reason, repeat, status="unsupported")
         elif reason := self._use_target(scenario):
             row = _unrunnable(self.runtime, adapter, scenario, self.folder, reason, repeat)

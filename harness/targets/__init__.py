@@ -32,6 +32,8 @@ LOAD_PORT, TLS_PORT, UPSTREAM_PORT, H2C_PORT = 80, 443, 8080, 81
 # An HTTP/2 stack's file server logs each request of another HTTP version on the tools' port, but the harness's
 # own (User-Agent lth-*: file_server.py HARNESS_AGENT, the RTT probe's): a tool's fallback, counted per run.
 PROTOCOL_LOG = "protocol.log"
+# The scenario protocols the server checks run by run, and the HTTP version it must see for each.
+SERVED_AS = {"h2": "HTTP/2.0", "h2c": "HTTP/2.0", "h3": "HTTP/3.0"}
 # Behind a proxy, the HTTP version its client spoke (HTTP/2.0, HTTP/1.1), in this request header to the file server.
 PROTO_HEADER = "X-Lth-Client-Protocol"
 ECHO_MODULE = Path("/usr/lib/nginx/modules/ngx_http_echo_module.so")   # Debian's libnginx-mod-http-echo
@@ -107,8 +109,9 @@ class Setup:
         return cls(scenario.target, scenario.tls, scenario.delay_range_ms, scenario.protocol)
 
     @property
-    def http2(self) -> bool:
-        return self.protocol in ("h2", "h2c")
+    def checked(self) -> bool:
+        """A protocol the server checks (HTTP/2 or HTTP/3): its stack logs the requests in another version."""
+        return self.protocol in SERVED_AS
 
     @property
     def is_default(self) -> bool:
@@ -118,8 +121,8 @@ class Setup:
         parts = [f"{self.target} -> {FILE_SERVER}" if get(self.target).is_proxy else self.target]
         if self.tls:
             parts.append("TLS")
-        if self.http2:
-            parts.append(f"HTTP/2 ({self.protocol})")
+        if self.checked:
+            parts.append(f"{SERVED_AS[self.protocol][:-2]} ({self.protocol})")
         if self.delay_ms:
             low, high = self.delay_ms
             parts.append(f"backend delay {low:g} ms" if low == high else f"backend delay {low:g}..{high:g} ms uniform")
@@ -189,7 +192,7 @@ def stage(setup: Setup, folder: Path, load_host: str, upstream_host: str, certif
     undelayed = f"{UNDELAYED}/{TARGET_FILE}" if setup.delay_ms else None
     h2c_port = H2C_PORT if setup.protocol == "h2c" else None
     protocol = {"protocol": setup.protocol, "h2c_port": h2c_port,
-                "protocol_log": files / PROTOCOL_LOG if setup.http2 else None}
+                "protocol_log": files / PROTOCOL_LOG if setup.checked else None}
     if not behind_proxy:
         _readable(folder)
         return Stack(setup, [upstream], Target(load_host, port, status_port=LOAD_PORT, tls=setup.tls,
@@ -228,8 +231,8 @@ def _file_server_extras(files: Path, setup: Setup, certificate: Certificate | No
         # sendfile() after its HEADERS frame and the two meet Nagle and delayed ACKs: h2load at 20 connections of
         # one stream got 460 requests/s with it, 71,600 without (2026-11-27, 2 cores, loopback).
         server += [f"listen {H2C_PORT} http2 backlog=8192;", "sendfile off;"]
-    if setup.http2:
-        http += _protocol_log_format(behind_proxy)
+    if setup.checked:
+        http += _protocol_log_format(behind_proxy, SERVED_AS[setup.protocol])
         server.append(f"access_log {PROTOCOL_LOG} lth_protocol if=$lth_off_protocol;")
     if setup.delay_ms is not None:
         if not ECHO_MODULE.is_file():
@@ -248,21 +251,22 @@ def _file_server_extras(files: Path, setup: Setup, certificate: Certificate | No
         (files / "lth-server.conf").write_text("\n".join(server) + "\n")
 
 
-def _protocol_log_format(behind_proxy: bool) -> list[str]:
-    """$lth_off_protocol: 1 for a tool's request in another HTTP version than HTTP/2 (the harness's own, User-Agent
-    lth-*, left out). Direct, the file server sees the version on the tools' port; behind a proxy, which speaks
-    HTTP/1.1 to it, the version the proxy's client spoke, in PROTO_HEADER."""
+def _protocol_log_format(behind_proxy: bool, version: str) -> list[str]:
+    """$lth_off_protocol: 1 for a tool's request in another HTTP version than ``version`` (the harness's own,
+    User-Agent lth-*, left out). Direct, the file server sees the version on the tools' port; behind a proxy, which
+    speaks HTTP/1.1 to it, the version the proxy's client spoke, in PROTO_HEADER."""
+    expected = version.replace(".", "\\.")
     if behind_proxy:
         spoken = f"$http_{PROTO_HEADER.lower().replace('-', '_')}"
         return [f"log_format lth_protocol '$server_port {spoken}';",
                 f'map "{spoken} $http_user_agent" $lth_off_protocol {{',
-                '    "~^HTTP/2\\.0 " 0;',
+                f'    "~^{expected} " 0;',
                 '    "~ lth-[a-z-]+$" 0;',                               # HARNESS_AGENT, lth-rtt-probe
                 "    default 1;", "}"]
     return ["log_format lth_protocol '$server_port $server_protocol';",
             'map "$server_port $server_protocol $http_user_agent" $lth_off_protocol {',
             f'    "~^{LOAD_PORT} " 0;',                                    # stub_status and the checks on port 80
-            '    "~^\\d+ HTTP/2\\.0 " 0;',
+            f'    "~^\\d+ {expected} " 0;',
             '    "~ lth-[a-z-]+$" 0;',
             "    default 1;", "}"]
 
@@ -280,7 +284,7 @@ def _api_extras(files: Path, setup: Setup, folder: Path) -> Path:
     template = jinja2.Template((folder / "api.conf.j2").read_text(), undefined=jinja2.StrictUndefined)
     parts = template.make_module({"module": JS_MODULE, "files": files, "secret": secrets.token_hex(16),
                                   "password": PASSWORD, "log": API_LOG, "log_format": API_LOG_FORMAT,
-                                  "http2": setup.http2, "protocol_log": PROTOCOL_LOG})
+                                  "http2": setup.checked, "protocol_log": PROTOCOL_LOG})
     for part in ("main", "http", "server"):
         (files / f"lth-{part}-api.conf").write_text(f"{getattr(parts, part)()}\n")
     return files / API_LOG
@@ -317,9 +321,10 @@ def stack_facts(stack: Stack, cpus: dict[str, tuple[int, ...]], versions: dict[s
         described = f"{stack.setup.target}: {described} with the njs API (POST /api/auth/login, GET /api/contact)"
     if stack.setup.tls:
         described += f"; TLS ends at {proxy.id if proxy else FILE_SERVER} (self-signed, not verified)"
-    if stack.setup.http2:
-        port = H2C_PORT if stack.setup.protocol == "h2c" else TLS_PORT
-        described += f"; HTTP/2 ({stack.setup.protocol}) at {proxy.id if proxy else FILE_SERVER} on port {port}"
+    if stack.setup.checked:
+        port = {"h3": f"UDP {TLS_PORT}", "h2c": H2C_PORT}.get(stack.setup.protocol, TLS_PORT)
+        described += (f"; {SERVED_AS[stack.setup.protocol][:-2]} ({stack.setup.protocol}) at "
+                      f"{proxy.id if proxy else FILE_SERVER} on port {port}")
     if stack.setup.delay_ms:
         described += f"; {stack.setup.describe().split(', ')[-1]} at the file server (echo_sleep)"
     return {"target_stack": described, "target_version": versions.get(stack.setup.target)}

@@ -69,11 +69,17 @@ class ToolAdapter(ABC):
     # h2c differ.
     h2: ClassVar[bool | str] = "not wired in this adapter yet"
     h2c: ClassVar[bool | str] = "not wired in this adapter yet"
+    # HTTP/3 (QUIC) for RunSpec.protocol "h3", one request in flight per connection, else the reason it cannot.
+    h3: ClassVar[bool | str] = "not wired in this adapter yet"
     h2_connections: ClassVar[str | dict[str, str]] = "any"
     # Issue 37: True when command() runs RunSpec.flow (harness/flows.py) in the tool's own scripting: each VU logs
     # in, keeps the token from the JSON answer and sends it with every GET of the API, logging in again after
     # RunSpec.relogin_every GETs; else the one-line reason it cannot. The API's server counts judge the run.
     login_flow: ClassVar[bool | str] = "not wired in this adapter yet"
+
+    def wind_down_s(self, protocol: str) -> float:
+        """Seconds the tool needs after its load before it exits, beyond the harness's grace (0: none)."""
+        return 0.0
 
     def folder_problem(self, folder: Path) -> str | None:
         """Why the tool cannot write its output under ``folder`` (None: it can); said before the suite starts."""

@@ -11,7 +11,7 @@ from harness.tools import openmodel
 from harness.tools.adapter import ToolAdapter
 
 FEATURES = {"open_model": "open model", "keepalive_off": "keep-alive off", "tls": "TLS", "h2": "h2", "h2c": "h2c",
-            "login_flow": "login flow"}
+            "h3": "h3", "login_flow": "login flow"}
 # How an HTTP/2 tool spreads the VUs' requests over connections (ToolAdapter.h2_connections), and the
 # scenarios' streams it can therefore run: streams = requests in flight per connection.
 H2_CONNECTIONS = {"any": "connections x streams as asked",
@@ -33,6 +33,7 @@ def unsupported_reason(scenario: Scenario, adapter: ToolAdapter) -> str | None:
         return reason
     needed = [f for f, wanted in (("keepalive_off", not scenario.keepalive), ("tls", scenario.tls),
                                   ("h2", scenario.protocol == "h2"), ("h2c", scenario.protocol == "h2c"),
+                                  ("h3", scenario.protocol == "h3"),
                                   ("login_flow", scenario.flow is not None)) if wanted]
     missing = [f for f in needed if not supports(adapter, f)]
     if missing:

@@ -3,7 +3,9 @@
 notes, the --stats summary, the window marks and meta.json with Nginx's count).
 
 Parsed figures are checked against drill's own per-step summary lines (the parser reads the global
-ones), the iteration count run.sh gave it, and Nginx's count (real run + calibration runs).
+ones), the iteration count run.sh gave it, and Nginx's count (real run + calibration runs). The login flow:
+tests/fixtures/drill/flow-vu20/ (scenarios/flows.yaml flow-vu20-rtt0.1, host, 3 s: the plan run.sh wrote, the
+--stats summary with its per-step blocks, and meta.json with the API's counts).
 """
 import json
 import re
@@ -13,11 +15,13 @@ from pathlib import Path
 import pytest
 
 from harness import TOOLS_DIR
-from harness.tools.output import ParseError, ToolOutput
+from harness.flows import LOGIN
+from harness.tools.output import ParseError, RunSpec, ToolOutput
 from harness.tools.registry import discover
 from conftest import TLS_URL, captured_run, command_spec
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "drill" / "vu20-host"
+FLOW_FIXTURE = FIXTURE.parent / "flow-vu20"
 DRILL = discover()["drill"]
 
 
@@ -91,3 +95,70 @@ def test_unfinished_run_or_missing_marks_are_parse_errors(tmp_path):
     (folder / "drill-stats.txt").unlink()
     with pytest.raises(ParseError, match="missing"):
         DRILL.parse(output)
+
+
+# --- the login flow (issue 37) ------------------------------------------------------------------------------
+def flow_argv(tmp_path: Path, relogin_every: int | None = None, url: str = "http://198.18.0.2:80/style.css") -> list[str]:
+    return DRILL.command(RunSpec(url=url, vus=20, duration_s=5, out_dir=tmp_path, cpus=2, flow=LOGIN,
+                                 relogin_every=relogin_every))
+
+
+def test_flow_command_passes_the_flow_to_run_sh(tmp_path):
+    flow = ["--flow", "/api/auth/login", '{"username":"lth-user","password":"lth-password"}', "application/json",
+            "token", "/api/contact?size=20&page=0", "Authorization"]
+    # The plain path stays: run.sh's calibration runs GET it (the API would count their logins as the VUs').
+    assert flow_argv(tmp_path) == [str(TOOLS_DIR / "drill" / "run.sh"), str(tmp_path), "http://198.18.0.2:80",
+                                   "/style.css", "20", "5", *flow, "0"]
+    assert flow_argv(tmp_path, relogin_every=10, url=TLS_URL)[3:] == ["/style.css", "20", "5", "--no-check-certificate",
+                                                                     *flow, "10"]
+    assert "--flow" not in DRILL.command(command_spec(tmp_path))
+
+
+def test_run_sh_writes_the_flow_in_drills_plan_idiom():
+    run = (TOOLS_DIR / "drill" / "run.sh").read_text()
+    assert "    assign: login" in run and "'{{ login.body.$TOKEN_FIELD }}'" in run and "with_items_range:" in run
+    assert "  - name: login" in run and "  - name: api_get" in run
+    # Once per VU: VUS iterations (one session each); relogin N: iterations of one login and N GETs.
+    assert 'flow_plan "$OUT/benchmark.yml" "$VUS" "$gets"' in run
+    assert 'flow_plan "$OUT/benchmark.yml" "$total" "$RELOGIN_EVERY"' in run
+    plan = (FLOW_FIXTURE / "benchmark.yml").read_text()
+    assert "        'Authorization': '{{ login.body.token }}'" in plan and "iterations: 20\n" in plan
+
+
+def test_flow_run_totals_and_per_step_figures():
+    output, meta = load(FLOW_FIXTURE)
+    row, metrics = meta["row"], DRILL.parse(output)
+    assert row["flow"] == "login" and row["relogin_every"] is None and row["status"] == "ok"
+    stats = (FLOW_FIXTURE / "drill-stats.txt").read_text()
+
+    def step(name: str, label: str) -> float:
+        return float(re.search(rf"^{name}\s+{re.escape(label)}\s+([\d.]+)", stats, re.MULTILINE).group(1))
+
+    logins, gets = step("login", "Total requests"), step("api_get", "Total requests")
+    gets_per_vu = int(re.search(r"stop: (\d+)", (FLOW_FIXTURE / "benchmark.yml").read_text()).group(1))
+    # Every VU (iteration) logged in once and sent its GETs; the API counted the same, nothing refused.
+    assert logins == row["server_logins"] == row["vus"] == 20
+    assert gets == row["server_api_gets"] == 20 * gets_per_vu
+    assert row["server_logins_refused"] == row["server_api_gets_refused"] == 0
+    # The totals are drill's global lines, over both steps.
+    assert metrics.requests == logins + gets == step_line_global(stats, "Total requests") == row["requests"]
+    assert metrics.errors == 0
+    assert metrics.lat_p50_ms == step_line_global(stats, "Median time per request") / 1e6
+    for name, column in (("login", "lat_login"), ("api_get", "lat_api_get")):
+        assert getattr(metrics, f"{column}_p50_ms") == step(name, "Median time per request") / 1e6 == row[f"{column}_p50_ms"]
+        assert getattr(metrics, f"{column}_p99_ms") == step(name, "99.0'th percentile") / 1e6 == row[f"{column}_p99_ms"]
+    assert metrics.lat_login_p50_ms > metrics.lat_api_get_p50_ms
+    assert "`login` and `api_get`" in metrics.source
+    # Nginx's count: the flow's requests and the calibration runs' GETs of the file.
+    calibration = sum(int(l.split()[1]) for l in (FLOW_FIXTURE / "drill-calibration.txt").read_text().splitlines())
+    assert row["server_requests"] == metrics.requests + calibration
+
+
+def step_line_global(text: str, label: str) -> float:
+    return float(re.search(rf"^{re.escape(label)}\s+([\d.]+)", text, re.MULTILINE).group(1))
+
+
+def test_plain_run_has_no_step_figures():
+    metrics = DRILL.parse(load(FIXTURE)[0])
+    assert (metrics.lat_login_p50_ms, metrics.lat_login_p99_ms, metrics.lat_api_get_p50_ms,
+            metrics.lat_api_get_p99_ms) == (None, None, None, None)

@@ -9,14 +9,16 @@ error records) are checked on a log written here byte by byte after Gatling's Lo
 """
 import re
 import struct
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from harness import TOOLS_DIR
+from harness.flows import LOGIN
 from harness.tools.output import ParseError, RunSpec, ToolOutput
 from harness.tools.registry import discover
-from conftest import TLS_URL, captured_run, cases, command_spec
+from conftest import TLS_URL, captured_run, cases, command_spec, with_stdout
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "gatling"
 ADAPTERS = discover()
@@ -109,6 +111,7 @@ def test_reader_follows_gatlings_writer(tmp_path):
     assert (log.gatling_version, log.simulation, log.run_start_ms, log.scenarios) == \
         ("3.15.1", "lth.LthSimulation", 1_795_394_796_630, ["lth"])
     assert log.starts == [10, 12, 13, 20, 21] and log.ends == [12, 13, 20, 21, 25]
+    assert log.names == ["GET"] * 4 + ["GET ünïcode ✓"]
     assert log.ok == [True, True, False, False, True]
     assert log.messages == {"status.find.in(200-210,304), but actually found 503": 2}
     assert (log.users_started, log.users_ended, log.errors) == (1, 1, 1)
@@ -216,8 +219,8 @@ def test_fast_path_and_full_reader_agree(case, monkeypatch):
     fast = simlog.read(simulation_log(case))
     monkeypatch.setattr(simlog, "_REQUEST_CACHED", type("NoFastPath", (), {"size": 1 << 40})())
     full = simlog.read(simulation_log(case))
-    assert (fast.starts, fast.ends, fast.ok) == (full.starts, full.ends, full.ok)
-    assert fast.starts and len(fast.starts) == len(fast.ends) == len(fast.ok)
+    assert (fast.names, fast.starts, fast.ends, fast.ok) == (full.names, full.starts, full.ends, full.ok)
+    assert fast.starts and len(fast.names) == len(fast.starts) == len(fast.ends) == len(fast.ok)
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -226,3 +229,86 @@ def test_load_start_is_first_request_minus_launch(case):
     first_s = (log.run_start_ms + min(log.starts)) / 1000.0
     output, _ = load(case, launched_at=first_s - 1.5)
     assert ADAPTERS["gatling"].parse(output).load_start_s == pytest.approx(1.5)
+
+
+# --- the login flow (issue 37): LthFlowSimulation ---------------------------------------------------------------
+FLOW_CASE = "flow-vu20"   # the flow-vu20-rtt0.1 row of scenarios/flows.yaml, host runtime, 3 s
+
+
+def flow_output(case: str = FLOW_CASE) -> tuple[ToolOutput, dict]:
+    """The captured flow run as the parser gets it, its spec carrying the flow."""
+    output, meta = load(case)
+    spec = replace(output.spec, url="http://198.18.0.2:80/style.css", flow=LOGIN, relogin_every=meta["row"]["relogin_every"])
+    return ToolOutput(spec, output.stdout, output.stderr, 0), meta
+
+
+def step_counts(stdout: str) -> dict[str, int]:
+    """Gatling's own per-request totals (its console's last "---- Requests ----" block)."""
+    block = stdout[stdout.rindex("---- Requests ----"):]
+    return {name: int(total.replace(",", "")) for name, total in re.findall(r"^> (\w+)\s+\|\s+([\d,]+)", block, re.MULTILINE)}
+
+
+def test_flow_command_runs_the_flow_simulation_with_its_fields(tmp_path):
+    plain = ADAPTERS["gatling"].command(command_spec(tmp_path))
+    assert plain == ADAPTERS["gatling"].command(replace(command_spec(tmp_path), flow=None, relogin_every=None))
+    assert plain[plain.index("--simulation") + 1] == "lth.LthSimulation"
+    assert not any(a.startswith(("-Dlth.login", "-Dlth.get_path", "-Dlth.token", "-Dlth.relogin")) for a in plain)
+    for relogin, passed in ((None, "0"), (10, "10")):
+        argv = ADAPTERS["gatling"].command(replace(command_spec(tmp_path), flow=LOGIN, relogin_every=relogin))
+        assert argv[argv.index("--simulation") + 1] == "lth.LthFlowSimulation"
+        assert {"-Dlth.url=http://198.18.0.2:80", "-Dlth.vus=20", "-Dlth.duration=5",
+                f"-Dlth.login_path={LOGIN.login_path}", f"-Dlth.login_body={LOGIN.login_body}",
+                f"-Dlth.login_content_type={LOGIN.login_content_type}", f"-Dlth.token_field={LOGIN.token_field}",
+                f"-Dlth.get_path={LOGIN.get_path}", f"-Dlth.token_header={LOGIN.token_header}",
+                f"-Dlth.relogin_every={passed}"} <= set(argv)
+        assert not any(a.startswith("-Dlth.url=http://198.18.0.2:80/") for a in argv)   # the base URL, no path
+    tls = ADAPTERS["gatling"].command(replace(command_spec(tmp_path, url=TLS_URL), flow=LOGIN))
+    assert "-Dlth.url=https://198.18.0.2:443" in tls
+    simulation = (TOOLS_DIR / "gatling" / "src/test/java/lth/LthFlowSimulation.java").read_text()
+    for dsl in ('jsonPath("$." + TOKEN_FIELD).saveAs("token")', '.header(TOKEN_HEADER, "#{token}")',
+                "repeat(RELOGIN_EVERY).on(GET)", 'http("login")', 'http("get")', "LthSimulation.protocol()"):
+        assert dsl in simulation
+    # the install's stamp covers every simulation source: a new or edited one rebuilds the classes
+    assert '"$TOOL_DIR/src/test/java/lth/"*.java' in (TOOLS_DIR / "gatling" / "install.sh").read_text()
+
+
+def test_flow_steps_agree_with_gatlings_per_request_totals_and_the_api():
+    output, meta = flow_output()
+    m = ADAPTERS["gatling"].parse(output)
+    counts = step_counts(output.stdout)
+    row = meta["row"]
+    # totals: every request of the flow, as Gatling and Nginx counted them
+    assert m.requests == counts["Global"] == row["server_requests"] == counts["login"] + counts["get"]
+    assert m.errors == 0
+    # per step: Gatling's "login" and "get" requests are the API's logins (one per VU) and GETs
+    assert (counts["login"], counts["get"]) == (row["server_logins"], row["server_api_gets"]) == (20, 19564)
+    assert "flow requests: 19564 get, 20 login" in m.notes
+    log = simlog.read(simulation_log(FLOW_CASE))
+    logins = sorted(e - s for n, s, e in zip(log.names, log.starts, log.ends) if n == "login")
+    gets = sorted(e - s for n, s, e in zip(log.names, log.starts, log.ends) if n == "get")
+    assert (len(logins), len(gets)) == (20, 19564)
+    # nearest rank: p50 of 20 is the 10th value, p99 the 20th
+    assert (m.lat_login_p50_ms, m.lat_login_p99_ms) == (logins[9], logins[19]) == (141, 154)
+    assert (m.lat_api_get_p50_ms, m.lat_api_get_p99_ms) == (gets[-(-len(gets) // 2) - 1], gets[-(-99 * len(gets) // 100) - 1]) == (1, 21)
+    assert m.lat_api_get_p50_ms <= m.lat_p50_ms <= m.lat_login_p50_ms
+    # Gatling's own overall figures on the same run
+    assert m.lat_p99_ms == float(summary(output.stdout, "response time 99th percentile (ms)")[0])
+    assert (m.lat_p50_ms, row["lat_login_p50_ms"], row["lat_api_get_p99_ms"]) == (1, 141, 21)   # as the row has them
+    assert "lat_login_*" in m.source
+
+
+def test_flow_steps_come_from_the_log_even_without_the_flow_in_the_spec():
+    """The row's RunSpec is rebuilt without the flow: the flow simulation's log says which run it is."""
+    with_flow = ADAPTERS["gatling"].parse(flow_output()[0])
+    without = ADAPTERS["gatling"].parse(load(FLOW_CASE)[0])
+    assert without.lat_login_p50_ms == with_flow.lat_login_p50_ms == 141
+    assert without.lat_api_get_p99_ms == with_flow.lat_api_get_p99_ms
+    plain = ADAPTERS["gatling"].parse(load(CASES[CASES.index("vu20-host")])[0])
+    assert (plain.lat_login_p50_ms, plain.lat_login_p99_ms, plain.lat_api_get_p50_ms, plain.lat_api_get_p99_ms) == (None,) * 4
+
+
+def test_flow_without_the_simulations_mark_is_a_parse_error():
+    """An install older than LthFlowSimulation would have failed to find it; one without the mark is refused."""
+    output, _ = flow_output()
+    with pytest.raises(ParseError, match="LTH_FLOW"):
+        ADAPTERS["gatling"].parse(with_stdout(output, output.stdout.replace("LTH_FLOW", "")))

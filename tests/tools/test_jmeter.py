@@ -5,13 +5,16 @@ Parsed figures (computed by the parser from the per-sample JTL) are checked agai
 itself printed for the same run (its non-GUI summariser line "summary = N in ... Avg: Min: Max: Err:")
 and against Nginx's request count (meta.json server_requests).
 """
+import csv
 import re
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from harness import TOOLS_DIR
+from harness.flows import LOGIN
 from harness.tools.output import ParseError, RunSpec, ToolOutput
 from harness.tools.registry import discover
 from conftest import TLS_URL, captured_run, cases, command_spec
@@ -124,3 +127,92 @@ def test_failed_samples_count_as_errors(tmp_path):
     base = ADAPTERS["jmeter"].parse(load(CASES[0])[0])
     metrics = ADAPTERS["jmeter"].parse(output)
     assert metrics.errors == base.errors + 1 and metrics.requests == base.requests + 1
+
+
+# --- the login flow (issue 37): plan-flow.jmx ------------------------------------------------------------------
+FLOW_CASE = "flow-vu20"   # the flow-vu20-rtt0.1 row of scenarios/flows.yaml, host runtime, 3 s
+
+
+def flow_output(case: str = FLOW_CASE) -> tuple[ToolOutput, dict]:
+    """The captured flow run as the parser gets it, its spec carrying the flow."""
+    output, meta = load(case)
+    spec = replace(output.spec, flow=LOGIN, relogin_every=meta["row"]["relogin_every"])
+    return ToolOutput(spec, output.stdout, output.stderr, 0), meta
+
+
+def jtl_rows(case: str) -> list[dict]:
+    with (FIXTURES / case / "jmeter.jtl").open(newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def nearest_rank(values: list[int], pct: int) -> int:
+    ordered = sorted(values)
+    return ordered[-(-pct * len(ordered) // 100) - 1]
+
+
+def test_flow_command_runs_the_flow_plan_with_its_fields(tmp_path):
+    plain = ADAPTERS["jmeter"].command(command_spec(tmp_path))
+    assert Path(plain[plain.index("-t") + 1]).name == "plan.jmx"
+    assert "-Jpath=/style.css" in plain and "-Jjmeter.save.saveservice.label=false" in plain
+    assert not any(a.startswith(("-Jlogin", "-Jget_path", "-Jtoken", "-Jrelogin")) for a in plain)
+    for relogin, passed in ((None, "-1"), (10, "10")):
+        argv = ADAPTERS["jmeter"].command(replace(command_spec(tmp_path), flow=LOGIN, relogin_every=relogin))
+        assert Path(argv[argv.index("-t") + 1]) == TOOLS_DIR / "jmeter" / "plan-flow.jmx"
+        assert {"-Jthreads=20", "-Jduration=5", "-Jprotocol=http", "-Jhost=198.18.0.2", "-Jport=80",
+                f"-Jlogin_path={LOGIN.login_path}", f"-Jlogin_body={LOGIN.login_body}",
+                f"-Jlogin_content_type={LOGIN.login_content_type}", f"-Jtoken_field={LOGIN.token_field}",
+                f"-Jget_path={LOGIN.get_path}", f"-Jtoken_header={LOGIN.token_header}",
+                f"-Jrelogin_every={passed}", "-Jjmeter.save.saveservice.label=true"} <= set(argv)
+        assert not any(a.startswith("-Jpath=") for a in argv)
+        assert argv[:argv.index("-t")] == plain[:plain.index("-t")]     # the same JVM and launcher
+    tls = ADAPTERS["jmeter"].command(replace(command_spec(tmp_path, url=TLS_URL), flow=LOGIN))
+    assert {"-Jprotocol=https", "-Jport=443"} <= set(tls)
+
+
+def test_flow_plan_reads_every_property_the_command_sets():
+    plan = (TOOLS_DIR / "jmeter" / "plan-flow.jmx").read_text()
+    for prop in ("threads", "rampup", "duration", "host", "port", "protocol", "login_path", "login_content_type",
+                 "token_field", "get_path", "token_header", "relogin_every", "keepalive"):
+        assert f"${{__P({prop}," in plan
+    assert "${__P(login_body)}" in plan and '<boolProp name="HTTPSampler.postBodyRaw">true</boolProp>' in plan
+    assert 'testname="login"' in plan and 'testname="get"' in plan
+    assert '<stringProp name="JSONPostProcessor.referenceNames">token</stringProp>' in plan
+    assert '<stringProp name="Header.value">${token}</stringProp>' in plan
+    assert '<stringProp name="LoopController.loops">${__P(relogin_every,-1)}</stringProp>' in plan
+
+
+def test_flow_steps_agree_with_the_jtl_and_the_api():
+    output, meta = flow_output()
+    m = ADAPTERS["jmeter"].parse(output)
+    rows, row = jtl_rows(FLOW_CASE), meta["row"]
+    logins = [int(r["elapsed"]) for r in rows if r["label"] == "login"]
+    gets = [int(r["elapsed"]) for r in rows if r["label"] == "get"]
+    # totals: every sample of the flow, as JMeter's summariser and Nginx counted them
+    count, _avg, _low, _high, err = map(int, SUMMARY.search(output.stdout).groups())
+    assert m.requests == count == row["server_requests"] == len(logins) + len(gets) and m.errors == err == 0
+    # per step: the "login" and "get" samples are the API's logins (one per thread) and GETs
+    assert (len(logins), len(gets)) == (row["server_logins"], row["server_api_gets"]) == (20, 10259)
+    assert "flow samples: 10259 get, 20 login" in m.notes
+    firsts = {}
+    for r in sorted(rows, key=lambda r: int(r["timeStamp"])):
+        firsts.setdefault(r["threadName"], r["label"])
+    assert set(firsts.values()) == {"login"} and len(firsts) == 20      # each thread logs in first
+    assert (m.lat_login_p50_ms, m.lat_login_p99_ms) == (nearest_rank(logins, 50), nearest_rank(logins, 99)) == (18, 50)
+    assert (m.lat_api_get_p50_ms, m.lat_api_get_p99_ms) == (nearest_rank(gets, 50), nearest_rank(gets, 99)) == (4, 21)
+    assert (row["lat_login_p50_ms"], row["lat_api_get_p99_ms"]) == (18, 21)    # as the row has them
+    assert "lat_login_*" in m.source
+
+
+def test_flow_steps_come_from_the_jtl_even_without_the_flow_in_the_spec():
+    """The row's RunSpec is rebuilt without the flow: the label column (saved only for a flow) says which run it is."""
+    without = ADAPTERS["jmeter"].parse(load(FLOW_CASE)[0])
+    assert (without.lat_login_p50_ms, without.lat_api_get_p99_ms) == (18, 21)
+    plain = ADAPTERS["jmeter"].parse(load("vu20-host")[0])
+    assert (plain.lat_login_p50_ms, plain.lat_login_p99_ms, plain.lat_api_get_p50_ms, plain.lat_api_get_p99_ms) == (None,) * 4
+
+
+def test_flow_jtl_without_labels_is_a_parse_error(tmp_path):
+    shutil.copy(FIXTURES / "vu20-host" / "jmeter.jtl", tmp_path / "jmeter.jtl")
+    output, _ = flow_output()
+    with pytest.raises(ParseError, match="lacks the columns label"):
+        ADAPTERS["jmeter"].parse(ToolOutput(replace(output.spec, out_dir=tmp_path), output.stdout, output.stderr, 0))

@@ -1,5 +1,7 @@
 """Locust adapter: discovery of its three variants, the command, and the parser on real runs
-(tests/fixtures/locust/<variant>-<runtime>/, copied from harness run folders).
+(tests/fixtures/locust/<variant>-<runtime>/, copied from harness run folders), and the login flow
+(tests/fixtures/locust/flow-vu20/ for locust, flow-vu20-http/ for locust-http: scenarios/flows.yaml
+flow-vu20-rtt0.1, host, 3 s).
 
 Parsed figures are checked against what is independent of the parser in the same raw output:
 Nginx's request count (meta.json server_requests), Locust's own per-second counters, Locust's own
@@ -13,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from harness import TOOLS_DIR
+from harness.flows import LOGIN
 from harness.tools.output import ParseError, RunSpec, ToolOutput
 from harness.tools.registry import discover
 from conftest import TLS_URL, assert_ordered, captured_run, cases, command_spec
@@ -20,7 +23,8 @@ from conftest import TLS_URL, assert_ordered, captured_run, cases, command_spec
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "locust"
 ADAPTERS = discover()
 VARIANTS = ("locust", "locust-http", "locust-multi")
-CASES = cases("locust")
+CASES = [c for c in cases("locust") if not c.startswith("flow-")]   # the plain GET's runs
+FLOW_CASES = {"flow-vu20": "locust", "flow-vu20-http": "locust-http"}
 PERCENTILES = (50, 75, 90, 95, 99)
 
 
@@ -88,15 +92,20 @@ def test_locustfile_closes_connections_and_skips_verification_on_request():
     for option in ("--lth-close", "--lth-insecure"):
         assert f'parser.add_argument("{option}", action="store_true"' in text
     assert 'CLOSE = {"Connection": "close"}' in text
-    assert "self.default_headers = CLOSE" in text            # FastUser (FastHttpUser; insecure by default)
-    assert "self.client.headers.update(CLOSE)" in text and "self.client.verify = False" in text   # DefaultUser
+    assert "user.default_headers = CLOSE" in text            # FastUser (FastHttpUser; insecure by default)
+    assert "user.client.headers.update(CLOSE)" in text and "user.client.verify = False" in text   # DefaultUser
+    # The flow's users take the same options (the same helpers).
+    assert text.count("_fast_options(self, environment)") == 2 and text.count("_session_options(self, environment)") == 2
 
 
 def test_locustfile_defines_both_user_classes_without_wait_time():
     tree = ast.parse((TOOLS_DIR / "locust" / "locustfile.py").read_text())
     classes = {c.name: [b.id for b in c.bases] for c in tree.body if isinstance(c, ast.ClassDef)}
     assert classes["FastUser"] == ["FastHttpUser"] and classes["DefaultUser"] == ["HttpUser"]
-    assert (TOOLS_DIR / "locust" / "locustfile.py").read_text().count("wait_time = constant(0)") == 2
+    # The flow's users derive from Locust's user classes, not from FastUser/DefaultUser: Locust would add those
+    # classes' @task (the plain GET) to theirs.
+    assert classes["FastFlowUser"] == ["LoginFlow", "FastHttpUser"] and classes["DefaultFlowUser"] == ["LoginFlow", "HttpUser"]
+    assert (TOOLS_DIR / "locust" / "locustfile.py").read_text().count("wait_time = constant(0)") == 4
 
 
 def test_version_is_read_from_locust_version_output():
@@ -207,3 +216,107 @@ def test_missing_json_file_is_a_parse_error(tmp_path):
 def test_empty_or_broken_json_is_a_parse_error(tmp_path, payload):
     with pytest.raises(ParseError):
         ADAPTERS["locust"].parse(_with_json(tmp_path, payload))
+
+
+# --- the login flow (issue 37) ------------------------------------------------------------------------------
+def flow_spec(tmp_path: Path, relogin_every: int | None = None, url: str = "http://198.18.0.2:80/style.css") -> RunSpec:
+    return RunSpec(url=url, vus=20, duration_s=5, out_dir=tmp_path, cpus=2, flow=LOGIN, relogin_every=relogin_every)
+
+
+FLOW_OPTIONS = ("--lth-path", "--lth-login-path", "--lth-login-body", "--lth-login-content-type", "--lth-token-field",
+                "--lth-token-header", "--lth-relogin-every")
+
+
+def without_pairs(argv: list[str], options: tuple[str, ...]) -> list[str]:
+    """argv without these options and their values."""
+    out, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+        elif a in options:
+            skip = True
+        else:
+            out.append(a)
+    return out
+
+
+@pytest.mark.parametrize("name", VARIANTS)
+def test_flow_command_carries_the_flow_to_the_flow_users(tmp_path, name):
+    plain = ADAPTERS[name].command(command_spec(tmp_path))
+    assert not any(a.startswith("--lth-login") or a.startswith("--lth-token") or a == "--lth-relogin-every" for a in plain)
+    assert plain[-1] in ("FastUser", "DefaultUser")
+    argv = ADAPTERS[name].command(flow_spec(tmp_path))
+    option = {a: argv[i + 1] for i, a in enumerate(argv[:-1]) if a.startswith("--lth-")}
+    assert argv[argv.index("-H") + 1] == "http://198.18.0.2:80"
+    assert option["--lth-path"] == "/api/contact?size=20&page=0" == LOGIN.get_path       # the flow's GET
+    assert option["--lth-login-path"] == "/api/auth/login"
+    assert option["--lth-login-body"] == '{"username":"lth-user","password":"lth-password"}' == LOGIN.login_body
+    assert option["--lth-login-content-type"] == "application/json"
+    assert option["--lth-token-field"] == "token" and option["--lth-token-header"] == "Authorization"
+    assert option["--lth-relogin-every"] == "0"
+    assert argv[-1] == plain[-1].replace("User", "FlowUser")
+    # Everything else is the plain command's.
+    assert without_pairs(argv[:-1], FLOW_OPTIONS) == without_pairs(plain[:-1], ("--lth-path",))
+    relogin = ADAPTERS[name].command(flow_spec(tmp_path, relogin_every=10, url=TLS_URL))
+    assert relogin[relogin.index("--lth-relogin-every") + 1] == "10" and "--lth-insecure" in relogin
+    assert relogin[relogin.index("-H") + 1] == "https://198.18.0.2:443"
+
+
+def test_locustfile_flow_logs_in_on_start_and_names_its_steps():
+    text = (TOOLS_DIR / "locust" / "locustfile.py").read_text()
+    assert "def on_start(self):" in text and 'name="login"' in text and 'name="api_get"' in text
+    assert "tasks = [LoginFlow.api_get]" in text and text.count("tasks = [LoginFlow.api_get]") == 2
+    assert "self.gets_since_login >= self.relogin_every" in text
+
+
+@pytest.mark.parametrize("case", sorted(FLOW_CASES))
+def test_flow_run_totals_and_per_step_percentiles(case):
+    output, meta = load(case)
+    row, tool = meta["row"], FLOW_CASES[case]
+    assert row["tool"] == tool and row["flow"] == "login" and row["relogin_every"] is None and row["status"] == "ok"
+    metrics = ADAPTERS[tool].parse(output)
+    entries = {e["name"]: e for e in json.loads((FIXTURES / case / "locust.json").read_text())}
+    assert set(entries) == {"login", "api_get"}
+    login, get = entries["login"], entries["api_get"]
+    assert (login["method"], get["method"]) == ("POST", "GET")
+    # The totals are over both steps; each VU logged in once, as the API counted.
+    assert metrics.requests == login["num_requests"] + get["num_requests"] == row["requests"]
+    assert metrics.errors == 0 == row["server_logins_refused"] == row["server_api_gets_refused"]
+    assert login["num_requests"] == row["server_logins"] == row["vus"] == 20
+    assert 0 <= row["server_api_gets"] - get["num_requests"] <= 0.01 * get["num_requests"]   # cut at the end
+    assert_ordered(metrics)
+    # Each step's p50/p99: Locust's own percentile rule on that entry's histogram, bounded by its exact min/max.
+    for step, entry in entries.items():
+        histogram = {int(k): v for k, v in entry["response_times"].items()}
+        total = sum(histogram.values())
+        for p in (50, 99):
+            expected = min(max(locust_percentile(histogram, total, p / 100), entry["min_response_time"]),
+                           entry["max_response_time"])
+            got = getattr(metrics, f"lat_{step}_p{p}_ms")
+            if (total * p) % 100:
+                assert got == pytest.approx(expected), (step, p)
+            assert got == pytest.approx(row[f"lat_{step}_p{p}_ms"]), (step, p)
+    assert metrics.lat_login_p50_ms > metrics.lat_api_get_p50_ms     # a login is slower (njs signs a token)
+    assert '"login" and "api_get"' in metrics.source
+
+
+def test_plain_run_has_no_step_figures():
+    metrics = ADAPTERS["locust"].parse(load("locust-host")[0])
+    assert (metrics.lat_login_p50_ms, metrics.lat_login_p99_ms, metrics.lat_api_get_p50_ms,
+            metrics.lat_api_get_p99_ms) == (None, None, None, None)
+    assert "api_get" not in metrics.source
+
+
+def test_step_percentile_in_the_zero_bucket_is_left_empty(tmp_path):
+    def entry(name, method, buckets, low, high):
+        n = sum(buckets.values())
+        return {"name": name, "method": method, "start_time": 100.0, "last_request_timestamp": 103.0,
+                "num_requests": n, "num_none_requests": 0, "num_failures": 0, "total_response_time": n * low,
+                "min_response_time": low, "max_response_time": high, "response_times": buckets,
+                "num_reqs_per_sec": {}, "num_fail_per_sec": {}}
+    entries = [entry("login", "POST", {"4": 19, "9": 1}, 3.5, 9.2), entry("api_get", "GET", {"0": 90, "2": 10}, 0.3, 2.4)]
+    metrics = ADAPTERS["locust"].parse(_with_json(tmp_path, entries))
+    assert (metrics.lat_login_p50_ms, metrics.lat_login_p99_ms) == (4.0, 9.0)
+    assert metrics.lat_api_get_p50_ms is None and metrics.lat_api_get_p99_ms == 2.0
+    assert any("lat_api_get_p50_ms" in n for n in metrics.notes)
+    assert metrics.requests == 120

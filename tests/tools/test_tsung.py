@@ -5,6 +5,7 @@ Parsed figures are checked against what is independent of what the parser reads 
 output: Tsung's http_200 and 'page' counters, the users' start/end notes, and Nginx's request
 count (meta.json server_requests).
 """
+import dataclasses
 import json
 import math
 import os
@@ -18,7 +19,8 @@ import numpy as np
 import pytest
 
 from harness import TOOLS_DIR
-from harness.tools.output import ParseError, ToolOutput
+from harness.flows import LOGIN
+from harness.tools.output import ParseError, RunSpec, ToolOutput
 from harness.tools.registry import discover
 from conftest import TLS_URL, captured_run, command_spec
 
@@ -27,6 +29,7 @@ ADAPTERS = discover()
 CASE = FIXTURES / "vu20-host"
 TSUNG = ADAPTERS["tsung"]
 combine_requests = type(TSUNG).parse.__globals__["combine_requests"]   # adapter modules are loaded by path
+combine_sample = type(TSUNG).parse.__globals__["combine_sample"]
 
 
 def load(folder: Path, launched_at: float = 0.0) -> tuple[ToolOutput, dict]:
@@ -174,3 +177,88 @@ def test_a_results_folder_tsungs_own_script_cannot_take_is_refused_before_the_su
     if refused:
         with pytest.raises(HarnessError, match=f"--results-root {re.escape(folder)}: Tsung's own start script"):
             Plan(runtime="host", tools=[TSUNG], scenarios=[], results_root=Path(folder), split=NO_SPLIT)
+
+
+# --- the login flow (issue 37) --------------------------------------------------------------------------------
+FLOW_CASE = FIXTURES / "flow-vu20"
+FLOW_OPTIONS = ["--login-path", "/api/auth/login", "--login-method", "POST",
+                "--login-body", '{"username":"lth-user","password":"lth-password"}',
+                "--login-content-type", "application/json", "--token-field", "token", "--token-header", "Authorization"]
+
+
+def flow_spec(tmp_path: Path, relogin_every: int | None = None, **kwargs) -> RunSpec:
+    return dataclasses.replace(command_spec(tmp_path, **kwargs), flow=LOGIN, relogin_every=relogin_every)
+
+
+def test_a_flow_spec_runs_the_flow_session_with_its_paths_header_and_relogin(tmp_path):
+    argv = TSUNG.command(flow_spec(tmp_path, relogin_every=10))
+    # The same server as the plain GET; PATH is the API's GET, the login goes in options.
+    assert argv == [str(TOOLS_DIR / "tsung" / "run.sh"), str(tmp_path), "198.18.0.2", "80",
+                    "/api/contact?size=20&page=0", "20", "5", *FLOW_OPTIONS, "--relogin-every", "10"]
+    tls = TSUNG.command(flow_spec(tmp_path, url=TLS_URL, keepalive=False))
+    assert tls[3] == "443" and tls[7:9] == ["--close", "--ssl"] and tls[-2:] == ["--relogin-every", "0"]
+    assert TSUNG.login_flow is True
+    plain = TSUNG.command(command_spec(tmp_path))
+    assert plain == [str(TOOLS_DIR / "tsung" / "run.sh"), str(tmp_path), "198.18.0.2", "80", "/style.css", "20", "5"]
+
+
+@pytest.mark.parametrize("relogin, gets_per_login", [("10", "10"), ("0", "2000000000")])
+def test_run_sh_keeps_the_flow_session_with_the_token_carried(tmp_path, relogin, gets_per_login):
+    config = filled_config(tmp_path, *FLOW_OPTIONS, "--relogin-every", relogin, url_path="/api/contact?size=20&page=0")
+    sessions = config.findall("sessions/session")
+    assert [s.attrib["name"] for s in sessions] == ["lth_flow"]
+    login, get = (t.find("request") for t in sessions[0].iter("transaction"))
+    assert [t.attrib["name"] for t in sessions[0].iter("transaction")] == ["login", "api_get"]
+    assert login.find("dyn_variable").attrib == {"name": "lth_token", "jsonpath": "token"}
+    assert login.find("http").attrib == {"url": "/api/auth/login", "method": "POST", "version": "1.1",
+                                         "contents": '{"username":"lth-user","password":"lth-password"}',
+                                         "content_type": "application/json"}
+    assert get.attrib["subst"] == "true"
+    assert get.find("http").attrib["url"] == "/api/contact?size=20&page=0"
+    assert [h.attrib for h in get.find("http").findall("http_header")] == [
+        {"name": "Authorization", "value": "%%_lth_token%%"}]
+    loop = sessions[0].find("repeat/for")
+    assert loop.attrib == {"var": "lth_i", "from": "1", "to": gets_per_login, "incr": "1"}
+    assert loop.find("setdynvars").attrib["callback"] == "lth_tsung:next"
+    # The plain run keeps only the GET session.
+    (tmp_path / "plain").mkdir()
+    plain = filled_config(tmp_path / "plain")
+    assert [s.attrib["name"] for s in plain.findall("sessions/session")] == ["lth"]
+
+
+def test_run_sh_refuses_a_relogin_that_is_not_a_count(tmp_path):
+    with pytest.raises(subprocess.CalledProcessError):
+        filled_config(tmp_path, *FLOW_OPTIONS, "--relogin-every", "ten")
+
+
+def flow_output() -> tuple[ToolOutput, dict]:
+    output, meta = load(FLOW_CASE)
+    return ToolOutput(dataclasses.replace(output.spec, flow=LOGIN), output.stdout, output.stderr, 0), meta
+
+
+def test_flow_parser_agrees_with_the_apis_counts_and_tsungs_transactions():
+    output, meta = flow_output()
+    row = meta["row"]
+    metrics = TSUNG.parse(output)
+    dumps = stats_samples(FLOW_CASE)
+    login, api_get = (combine_sample(dumps, name) for name in ("tr_login", "tr_api_get"))
+    # Every request is a step: the totals are over logins and GETs, as the API counted them.
+    assert metrics.requests == login["count"] + api_get["count"] == row["server_requests"]
+    assert login["count"] == row["server_logins"] == row["vus"] and api_get["count"] == row["server_api_gets"]
+    assert row["server_logins_refused"] == row["server_api_gets_refused"] == metrics.errors == 0
+    assert (FLOW_CASE / "tsung.xml").read_text().count('<session name="lth_flow"') == 1
+    # Tsung times each step (its transactions) but computes no percentiles: the per-step columns stay empty.
+    assert [metrics.lat_login_p50_ms, metrics.lat_login_p99_ms, metrics.lat_api_get_p50_ms,
+            metrics.lat_api_get_p99_ms] == [None] * 4
+    assert metrics.notes == [f"per step (Tsung's transactions; means only, Tsung computes no percentiles): login "
+                             f"{login['count']:,} timed, mean {login['mean']:.3f} ms, max {login['max']:.3f} ms, "
+                             f"api_get {api_get['count']:,} timed, mean {api_get['mean']:.3f} ms, max "
+                             f"{api_get['max']:.3f} ms"]
+    assert "tr_login" in metrics.source
+    for name in ("requests", "errors", "rps", "lat_mean_ms", "lat_max_ms"):
+        assert getattr(metrics, name) == pytest.approx(row[name]), name
+
+
+def test_the_plain_run_has_no_step_note():
+    output, _ = load(CASE)
+    assert TSUNG.parse(output).notes == [] and "tr_login" not in TSUNG.parse(output).source

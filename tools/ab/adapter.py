@@ -28,7 +28,7 @@ class ApacheBench(ToolAdapter):
     rate_model = 'closed model only: -c concurrent requests, ab has no rate option'
     keepalive_off = True   # no -k: ab then sends HTTP/1.0 without Keep-Alive and connects for each request
     tls = True             # ab (built with OpenSSL) does not verify the server's certificate
-    h2 = h2c = "ab speaks HTTP/1.0 with keep-alive only"
+    h2 = h2c = h3 = "ab speaks HTTP/1.0 with keep-alive only"
     login_flow = ("ab sends one fixed request over and over (-p gives a fixed body): no answer is read into a "
                   "later request")
 

@@ -5,6 +5,11 @@ manifest's home). Artillery has no fixed-concurrency knob: scenario.yml lets VUs
 within one second and each loops GETs on its own keep-alive connection until a shared deadline
 (processor.js). Figures come from its JSON report (--output): counters, the http.response_time
 summary (time to first byte, ms) and the first/last metric timestamps that bound the load window.
+
+A login flow (RunSpec.flow, issue 37) runs flow.yml instead, with the same users and deadline: each user posts the
+credentials, captures the token (capture: json) into its own variables and loops GETs with it (processor.js). Its
+requests are named (login, api_get), and Artillery's metrics-by-endpoint plugin, with useOnlyRequestNames, reports
+each name's response time apart in the same JSON report: the per-step latencies.
 """
 import json
 from urllib.parse import urlsplit
@@ -16,6 +21,9 @@ REPORT = "artillery-report.json"
 # engine's default headers, so its own User-Agent is kept beside it): Node's agent then drops the
 # socket after the response and the user's next request connects anew.
 CLOSE_HEADERS = {"connection": "close", "user-agent": "Artillery (https://artillery.io)"}
+# flow.yml's request names, whose response times metrics-by-endpoint reports apart (useOnlyRequestNames).
+STEP_SUMMARIES = {"login": "plugins.metrics-by-endpoint.response_time.login",
+                  "api_get": "plugins.metrics-by-endpoint.response_time.api_get"}
 
 
 class Artillery(ToolAdapter):
@@ -34,6 +42,7 @@ class Artillery(ToolAdapter):
                   "on a new connection, latency counts from the actual send")
     keepalive_off = True   # Connection: close on every request (CLOSE_HEADERS)
     tls = True             # --insecure: config.tls.rejectUnauthorized = false
+    login_flow = True      # flow.yml: post + capture json, a loop of named GETs with the token (processor.js)
 
     def command(self, spec: RunSpec) -> list[str]:
         url = urlsplit(spec.url)
@@ -47,6 +56,12 @@ class Artillery(ToolAdapter):
         if not spec.keepalive:
             overrides["config"]["http"] = {"defaults": {"headers": CLOSE_HEADERS}}
         variables = {"lth_path": path, "lth_duration_s": spec.duration_s}
+        if spec.flow is not None:   # never with a rate: the scenario refuses that (harness/scenarios.py)
+            f, script = spec.flow, "flow.yml"   # flow.yml posts: the flow's login_method (test_artillery checks)
+            variables = {"lth_login_path": f.login_path, "lth_login_body": f.login_body,
+                         "lth_login_content_type": f.login_content_type, "lth_token_field": f.token_field,
+                         "lth_get_path": f.get_path, "lth_token_header": f.token_header,
+                         "lth_relogin_every": spec.relogin_every or 0, "lth_duration_s": spec.duration_s}
         return [
             self.binary, "-r", str(self.folder / "no-telemetry.js"),
             str(self.home / "node_modules" / "artillery" / "bin" / "run"), "run",
@@ -78,7 +93,9 @@ class Artillery(ToolAdapter):
         if sent != requests + failed:
             notes.append(f"artillery sent {sent} requests: {requests} responses, {failed} errors "
                          f"(the rest were in flight at the deadline)")
+        steps = self._steps(aggregate)
         return Metrics(
+            **steps,
             requests=requests,
             errors=failed + bad_status,
             rps=requests / measured_s,
@@ -91,9 +108,28 @@ class Artillery(ToolAdapter):
                    "errors.* + non-2xx/3xx http.codes.*; load window = firstMetricAt..lastMetricAt (Artillery's own "
                    "timestamps: start-up before the first user excluded), rps = responses / that window; latency = "
                    "its http.response_time summary: time to first byte, each measured in whole ms (Date.now), "
-                   "percentiles from Artillery's sketch (1 decimal)",
+                   "percentiles from Artillery's sketch (1 decimal)" + (
+                       "; a flow's requests (logins and GETs) are all in those figures, and its steps apart in "
+                       "metrics-by-endpoint's summaries response_time.login and .api_get (flow.yml's request names)"
+                       if steps else ""),
             notes=notes,
         )
+
+    @staticmethod
+    def _steps(aggregate: dict) -> dict[str, float]:
+        """A flow run's per-step p50/p99 (whole-ms timings, sketch percentiles), from metrics-by-endpoint's
+        summaries of flow.yml's request names; none in a plain run (its one request is unnamed)."""
+        summaries = aggregate.get("summaries", {})
+        if not any(name in summaries for name in STEP_SUMMARIES.values()):
+            return {}
+        steps = {}
+        for step, name in STEP_SUMMARIES.items():
+            try:
+                steps[f"lat_{step}_p50_ms"] = float(summaries[name]["p50"])
+                steps[f"lat_{step}_p99_ms"] = float(summaries[name]["p99"])
+            except (KeyError, TypeError, ValueError) as exc:
+                raise ParseError(f"{REPORT}: the flow step's summary {name} is missing or incomplete: {exc}") from exc
+        return steps
 
     @staticmethod
     def _aggregate(output: ToolOutput) -> dict:

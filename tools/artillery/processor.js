@@ -1,4 +1,4 @@
-// whileTrue condition of scenario.yml: true until lth_duration_s seconds after the first check in
+// whileTrue condition of scenario.yml (and of flow.yml's outer loop): true until lth_duration_s seconds after the first check in
 // this worker (= the first user's first request), so every user stops at the same deadline.
 let deadline = null;
 
@@ -10,4 +10,26 @@ function beforeDeadline(context, next) {
   return next(now < deadline);
 }
 
-module.exports = { beforeDeadline };
+// flow.yml (the login flow): the inner loop's whileTrue, checked after each GET (a loop's first turn runs
+// unchecked). It ends the loop after lth_relogin_every GETs (0: never), so the user logs in again, and at the
+// deadline. The count is the user's own (context.vars).
+function getAgain(context, next) {
+  const every = Number(context.vars.lth_relogin_every);
+  if (every > 0) {
+    const gets = (context.vars.lth_gets || 0) + 1;
+    context.vars.lth_gets = gets >= every ? 0 : gets;
+    if (gets >= every) {
+      return next(false);
+    }
+  }
+  return beforeDeadline(context, next);
+}
+
+// flow.yml: the GET's beforeRequest hook: the captured token as the value of the header lth_token_header names
+// (a YAML header key is not templated).
+function carryToken(requestParams, context, ee, next) {
+  requestParams.headers = { ...requestParams.headers, [context.vars.lth_token_header]: context.vars.lth_token };
+  return next();
+}
+
+module.exports = { beforeDeadline, getAgain, carryToken };

@@ -6,9 +6,15 @@ the manifest's home by install.sh). Figures come from autocannon's JSON result
 HDR histogram of integers), so at sub-millisecond latencies the percentiles are 0 or 1 ms steps and
 the mean is biased low; it reports no p95 (its percentiles are p50, p75, p90, p97.5, p99, ...),
 which stays empty.
+
+A login flow (RunSpec.flow, issue 37) runs flow.js beside this file on the same Node: autocannon's programmatic
+API with a `requests` entry per connection (setupClient) whose setupRequest()/onResponse() log in, keep the token
+and send it (see flow.js for why its `context` cannot hold it). autocannon prints the same --json result; it has one
+latency histogram for every request, so a flow's steps have no figures of their own.
 """
 import json
 
+from harness.flows import Flow
 from harness.tools import Metrics, ParseError, RunSpec, ToolAdapter, ToolOutput
 
 
@@ -52,13 +58,29 @@ class Autocannon(ToolAdapter):
     # lib/httpClient.js connects with tls.connect({..., rejectUnauthorized: false}): never verifies.
     tls = True
     h2 = h2c = "autocannon's own client speaks HTTP/1.1 only"
+    # flow.js: setupClient gives each connection its own state and requests entry (setupRequest/onResponse)
+    login_flow = True
 
     def command(self, spec: RunSpec) -> list[str]:
+        if spec.flow is not None:   # never with a rate: the scenario refuses that (harness/scenarios.py)
+            return [self.binary, str(self.folder / "flow.js"), str(self.home / "node_modules" / "autocannon"),
+                    json.dumps(self.flow_options(spec, spec.flow))]
         rate = ["-R", str(spec.rate_rps)] if spec.rate_rps else []
         return [
             self.binary, self.script, "--json", "--no-progress",
             "-c", str(spec.vus), "-p", "1", "-d", str(spec.duration_s), "-t", "10", *rate, spec.url,
         ]
+
+    @staticmethod
+    def flow_options(spec: RunSpec, f: Flow) -> dict:
+        """flow.js's argument: the options of the plain command (-c, -p 1, -d, -t 10, --json) for autocannon's API,
+        at the target's base URL (each request sets its path), and the flow."""
+        return {"url": spec.base_url, "connections": spec.vus, "pipelining": 1, "duration": spec.duration_s,
+                "timeout": 10, "json": True,
+                "flow": {"loginMethod": f.login_method, "loginPath": f.login_path, "loginBody": f.login_body,
+                         "loginContentType": f.login_content_type, "tokenField": f.token_field,
+                         "getPath": f.get_path, "tokenHeader": f.token_header,
+                         "reloginEvery": spec.relogin_every or 0}}
 
     def parse(self, output: ToolOutput) -> Metrics:
         data = _result(output.stdout)

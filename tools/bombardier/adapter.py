@@ -17,6 +17,7 @@ class Bombardier(ToolAdapter):
     tls = True   # --insecure: no certificate check (bombardier verifies by default)
     # --http2 (net/http instead of fasthttp): ALPN over TLS; a connection per VU, as hey's (measured: 20 for 20).
     h2 = True
+    h3 = "Go's net/http, which bombardier is built on, has no HTTP/3 (QUIC)"
     h2c = "bombardier's --http2 is HTTP/2 over TLS only: no prior-knowledge cleartext HTTP/2"
     h2_connections = "per_vu"
     login_flow = "bombardier sends one fixed request over and over: no answer is read into a later request"

@@ -5,6 +5,11 @@ per-request lines cost it ~18% of its throughput, so run.sh runs it --quiet with
 quiet calibration runs to last the duration, and the figures come from drill's own --stats
 summary (drill-stats.txt, --nanosec). The real run's start and end (epoch s) are in
 drill-window.txt; the calibration runs before it fall outside the load window.
+
+The login flow (issue 37): run.sh --flow writes the plan in drill's idiom (a `login` request with `assign:
+login`, then `api_get` requests carrying `{{ login.body.token }}`; an iteration is one VU's session). drill's
+--stats prints a block per plan step name before the global one: the totals stay the global lines (both steps),
+and lat_login_* / lat_api_get_* are the `login` and `api_get` blocks' median and 99.0th percentile.
 """
 from __future__ import annotations
 
@@ -20,6 +25,21 @@ STATS, WINDOW, CALIBRATION = "drill-stats.txt", "drill-window.txt", "drill-calib
 SUMMARY_LINE = re.compile(r"^(Time taken for tests|Total requests|Successful requests|Failed requests|"
                           r"Median time per request|Average time per request|99\.0'th percentile|"
                           r"Max time per request)\s+([\d.]+)(ns| seconds)?$")
+
+
+# A plan step's line: "<step> <label> <value>", e.g. "login   Median time per request   1759000ns".
+STEP_LINE = re.compile(r"^(\S+)\s+(Total requests|Failed requests|Median time per request|99\.0'th percentile)\s+"
+                       r"(\d+)(ns)?$")
+STEPS = {"login": "lat_login", "api_get": "lat_api_get"}   # run.sh flow_plan's step names -> Metrics columns
+
+
+def read_steps(path: Path) -> dict[str, dict[str, float]]:
+    """drill's per-step blocks: {step name: {label: value}}."""
+    steps: dict[str, dict[str, float]] = {}
+    for line in path.read_text(errors="replace").splitlines():
+        if match := STEP_LINE.match(line.strip()):
+            steps.setdefault(match.group(1), {})[match.group(2)] = float(match.group(3))
+    return steps
 
 
 def read_stats(path: Path) -> dict[str, float]:
@@ -59,12 +79,17 @@ class Drill(ToolAdapter):
     rate_model = 'closed model only: concurrency users iterating the plan, drill has no arrival-rate option'
     keepalive_off = True   # run.sh --close: the plan's request sends Connection: close (drill has no option)
     tls = True             # run.sh --no-check-certificate, drill's own option
+    login_flow = True      # run.sh --flow: the plan's login step assigns the answer, the GETs interpolate its token
 
     def command(self, spec: RunSpec) -> list[str]:
         url = urlsplit(spec.url)
         base = f"{url.scheme}://{url.netloc}"
         path = (url.path or "/") + (f"?{url.query}" if url.query else "")
         options = [*([] if spec.keepalive else ["--close"]), *(["--no-check-certificate"] if spec.tls else [])]
+        if spec.flow is not None:
+            f = spec.flow
+            options += ["--flow", f.login_path, f.login_body, f.login_content_type, f.token_field, f.get_path,
+                        f.token_header, str(spec.relogin_every or 0)]
         return [str(self.folder / "run.sh"), str(spec.out_dir), base, path, str(spec.vus), str(spec.duration_s), *options]
 
     def parse(self, output: ToolOutput) -> Metrics:
@@ -85,7 +110,12 @@ class Drill(ToolAdapter):
         def ms(label: str) -> float:
             return stats[label] / 1e6        # --nanosec: ns
 
+        steps = read_steps(path)
+        flow = {f"{column}_{p}_ms": steps[step][label] / 1e6
+                for step, column in STEPS.items() if step in steps
+                for p, label in (("p50", "Median time per request"), ("p99", "99.0'th percentile"))}
         return Metrics(
+            **flow,
             requests=requests, errors=int(stats.get("Failed requests", 0)),
             rps=requests / measured_s, measured_s=measured_s,
             load_start_s=window[0] - output.launched_at if output.launched_at else None,
@@ -94,6 +124,8 @@ class Drill(ToolAdapter):
             source=f"drill --quiet --stats --nanosec summary ({STATS}): total, failed (not 2xx) requests, median, "
                    "average, 99.0th percentile, max over its HdrHistogram (us, 2 significant digits; no min, "
                    "p75/p90/p95); transport errors are not reported in quiet mode; rps = requests / the time "
-                   f"between run.sh's marks around the real run ({WINDOW}), calibration runs excluded",
+                   f"between run.sh's marks around the real run ({WINDOW}), calibration runs excluded"
+                   + ("; a flow's steps (lat_login_*, lat_api_get_*): the median and 99.0th percentile of drill's "
+                      "per-step blocks `login` and `api_get`" if flow else ""),
             notes=notes,
         )

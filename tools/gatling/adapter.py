@@ -1,9 +1,14 @@
 """Gatling: Scala/Java on Netty (event loops), a Java DSL simulation, one virtual user per connection."""
+from collections import Counter
+
 from harness.stats import DEFINITION, latency_metrics
 from harness.tools import Metrics, ParseError, RunSpec, ToolAdapter, ToolOutput
 from tools.gatling import simlog
 
 SIMULATION = "lth.LthSimulation"   # src/test/java/lth/LthSimulation.java, compiled at install
+FLOW_SIMULATION = "lth.LthFlowSimulation"   # src/test/java/lth/LthFlowSimulation.java: the login flow (issue 37)
+FLOW_MARK = "LTH_FLOW"               # the flow simulation prints it (with relogin_every) as it loads
+STEPS = {"login": "login", "api_get": "get"}   # Metrics' lat_<step>_* -> the flow simulation's request name
 CLOSE_MARK = "LTH_CONNECTION_CLOSE"  # the simulation prints it when -Dlth.keepalive=false took effect
 HTTP2_MARK = "LTH_HTTP2"             # and this when -Dlth.http2=true did
 # The JVM options gatling-maven-plugin 4.21 forks Gatling with on Java 17 (GatlingConstants.
@@ -35,14 +40,27 @@ class Gatling(ToolAdapter):
     h2 = True
     h2c = "Gatling speaks HTTP/2 only when negotiated over TLS (ALPN): no prior-knowledge cleartext HTTP/2"
     h2_connections = "per_vu"
+    # LthFlowSimulation: each user's own session keeps its token (jsonPath check, saveAs), the GET sends it as
+    # "#{token}"; login once, then during(D) GETs, or during(D) { login, repeat(N) GET }. The flow's fields go in
+    # as -D properties (no file written); the requests are named "login" and "get", timed apart in simulation.log.
+    login_flow = True
 
     def command(self, spec: RunSpec) -> list[str]:
+        if spec.flow is None:
+            url, simulation, flow = spec.url, SIMULATION, []
+        else:
+            f = spec.flow
+            url, simulation = spec.base_url, FLOW_SIMULATION
+            flow = [f"-Dlth.login_path={f.login_path}", f"-Dlth.login_body={f.login_body}",
+                    f"-Dlth.login_content_type={f.login_content_type}", f"-Dlth.token_field={f.token_field}",
+                    f"-Dlth.get_path={f.get_path}", f"-Dlth.token_header={f.token_header}",
+                    f"-Dlth.relogin_every={spec.relogin_every or 0}"]
         return [
             "java", *JVM, *OFFLINE,
-            f"-Dlth.url={spec.url}", f"-Dlth.vus={spec.vus}", f"-Dlth.duration={spec.duration_s}",
+            f"-Dlth.url={url}", f"-Dlth.vus={spec.vus}", f"-Dlth.duration={spec.duration_s}", *flow,
             *([] if spec.keepalive else ["-Dlth.keepalive=false"]), *(["-Dlth.http2=true"] if spec.http2 else []),
             "-cp", f"{self.home}/classes:{self.home}/lib/*", "io.gatling.app.Gatling",
-            "--simulation", SIMULATION, "--results-folder", str(spec.out_dir),
+            "--simulation", simulation, "--results-folder", str(spec.out_dir),
         ]
 
     def parse(self, output: ToolOutput) -> Metrics:
@@ -52,6 +70,9 @@ class Gatling(ToolAdapter):
         if output.spec.http2 and HTTP2_MARK not in output.stdout:
             raise ParseError(f"HTTP/2, but the simulation did not print {HTTP2_MARK}: the installed classes predate "
                              "-Dlth.http2 (rerun tools/gatling/install.sh)")
+        if output.spec.flow is not None and FLOW_MARK not in output.stdout:
+            raise ParseError(f"a flow, but the simulation did not print {FLOW_MARK}: the installed classes predate "
+                             f"{FLOW_SIMULATION} (rerun tools/gatling/install.sh)")
         logs = sorted(output.spec.out_dir.glob("*/simulation.log"))
         if len(logs) != 1:
             raise ParseError(f"expected one <run>/simulation.log in the run folder, found {len(logs)}")
@@ -70,6 +91,13 @@ class Gatling(ToolAdapter):
             notes.append("KO: " + "; ".join(f"{n} x {m}" for m, n in sorted(log.messages.items(), key=lambda i: -i[1])[:5]))
         if log.errors:
             notes.append(f"{log.errors} error records (crashes outside requests)")
+        steps, step_source = {}, ""
+        # The flow simulation's log, whether or not the spec says flow (the row's rebuilt RunSpec may not).
+        if output.spec.flow is not None or log.simulation == FLOW_SIMULATION:
+            steps = self._steps(log)
+            step_source = ("; a flow: the overall figures cover every request (logins and GETs), lat_login_* and "
+                           "lat_api_get_* the requests named \"login\" and \"get\" (the same percentile definition)")
+            notes.append("flow requests: " + ", ".join(f"{n} {name}" for name, n in sorted(Counter(log.names).items())))
         return latency_metrics(
             [end - start for start, end in zip(log.starts, log.ends)],
             requests=requests,
@@ -80,6 +108,17 @@ class Gatling(ToolAdapter):
             source=(f"Gatling {log.gatling_version}'s binary simulation.log read record by record (tools/gatling/simlog.py): "
                     f"latency = end - start per request (whole ms: Gatling records milliseconds), {DEFINITION}; "
                     "errors = KO requests; load window = first request start to last request end; rps = requests / window; "
-                    f"load_start_s = first request start - launch; JVM {' '.join(JVM[:1])}"),
+                    f"load_start_s = first request start - launch; JVM {' '.join(JVM[:1])}{step_source}"),
             notes=notes,
+            **steps,
         )
+
+    @staticmethod
+    def _steps(log: simlog.SimulationLog) -> dict[str, float | None]:
+        """lat_<step>_p50_ms and _p99_ms from the requests of each step's name (None where there is none)."""
+        figures = {}
+        for step, name in STEPS.items():
+            latencies = [end - start for n, start, end in zip(log.names, log.starts, log.ends) if n == name]
+            m = latency_metrics(latencies)
+            figures[f"lat_{step}_p50_ms"], figures[f"lat_{step}_p99_ms"] = m.lat_p50_ms, m.lat_p99_ms
+        return figures

@@ -43,7 +43,8 @@ class SimulationLog:
     simulation: str
     run_start_ms: int
     scenarios: list[str]
-    # per request, in log order: start and end in ms since run_start_ms, OK or not
+    # per request, in log order: its name (the DSL's http("name")), start and end in ms since run_start_ms, OK or not
+    names: list[str] = field(default_factory=list)
     starts: list[int] = field(default_factory=list)
     ends: list[int] = field(default_factory=list)
     ok: list[bool] = field(default_factory=list)
@@ -119,6 +120,7 @@ def read(path: Path) -> SimulationLog:
             groups, name, start, end, ok, message = _REQUEST_CACHED.unpack_from(data, r.pos)
             if groups == 0 and name < 0 and message < 0 and -name in r.cache and -message in r.cache:
                 r.pos += _REQUEST_CACHED.size
+                log.names.append(r.cache[-name])
                 log.starts.append(start)
                 log.ends.append(end)
                 log.ok.append(ok == 1)
@@ -129,7 +131,7 @@ def read(path: Path) -> SimulationLog:
         if header == REQUEST:
             for _ in range(r.int()):
                 r.cached()
-            r.cached()                                  # request name
+            log.names.append(r.cached())
             log.starts.append(r.int())
             log.ends.append(r.int())
             ok = r.byte() == 1

@@ -1,4 +1,11 @@
-"""The Grinder 3.11: Java + Jython 2.5 scripts, one worker thread per VU, per-test data log."""
+"""The Grinder 3.11: Java + Jython 2.5 scripts, one worker thread per VU, per-test data log.
+
+The login flow (RunSpec.flow, harness/flows.py): -Dgrinder.lth.loginUrl and its companions switch lth.py to the
+flow: each worker thread (its own TestRunner, which keeps its token) logs in with Test 2 "login", reads the token
+from the JSON answer, and GETs the API with Test 3 "API GET", logging in again after grinder.lth.reloginEvery GETs.
+The data log has one row per request with its test number: the overall figures are over every row (logins and
+GETs), and lat_login_p50/p99 and lat_api_get_p50/p99 are the same percentiles over the rows of each test.
+"""
 from __future__ import annotations
 
 import csv
@@ -9,6 +16,7 @@ from harness.tools import Metrics, ParseError, RunSpec, ToolAdapter, ToolOutput
 HOST_ID = "lth"                      # grinder.hostID: names the worker "lth-0" on every machine
 DATA_LOG = f"{HOST_ID}-0-data.log"   # worker process 0's per-test log in grinder.logDirectory
 SAFETY_S = 10                        # grinder.duration: only a safety net past the script's own deadline
+STEP_TESTS = {"login": 2, "api_get": 3}   # lth.py's Test numbers of the flow's steps (the plain GET is Test 1)
 
 
 class Grinder(ToolAdapter):
@@ -29,8 +37,18 @@ class Grinder(ToolAdapter):
     keepalive_off = True   # -Dgrinder.lth.close=true: lth.py sends Connection: close (no keep-alive switch)
     tls = True             # The Grinder's HTTP plugin trusts every server certificate
     h2 = h2c = "The Grinder's HTTPClient speaks HTTP/1.1 only"
+    login_flow = True      # -Dgrinder.lth.loginUrl...: lth.py's flow (Test 2 login, Test 3 API GET, a token per thread)
 
     def command(self, spec: RunSpec) -> list[str]:
+        url, flow = spec.url, []
+        if spec.flow is not None:
+            f = spec.flow
+            url = spec.base_url + f.get_path
+            flow = [f"-Dgrinder.lth.loginUrl={spec.base_url}{f.login_path}",
+                    f"-Dgrinder.lth.loginMethod={f.login_method}", f"-Dgrinder.lth.loginBody={f.login_body}",
+                    f"-Dgrinder.lth.loginContentType={f.login_content_type}",
+                    f"-Dgrinder.lth.tokenField={f.token_field}", f"-Dgrinder.lth.tokenHeader={f.token_header}",
+                    f"-Dgrinder.lth.reloginEvery={spec.relogin_every or 0}"]
         return [
             # wrap/ first: the logback-worker.xml there replaces Grinder's own (no per-request INFO line).
             self.binary, "-cp", self.classpath,
@@ -38,9 +56,10 @@ class Grinder(ToolAdapter):
             f"-Dgrinder.script={self.folder / 'lth.py'}",
             f"-Dgrinder.logDirectory={spec.out_dir}",
             f"-Dgrinder.duration={(spec.duration_s + SAFETY_S) * 1000}",
-            f"-Dgrinder.lth.url={spec.url}",
+            f"-Dgrinder.lth.url={url}",
             f"-Dgrinder.lth.durationMs={spec.duration_s * 1000}",
             *([] if spec.keepalive else ["-Dgrinder.lth.close=true"]),
+            *flow,
             "LthGrinder", str(self.folder / "grinder.properties"),
         ]
 
@@ -48,7 +67,7 @@ class Grinder(ToolAdapter):
         path = output.file(DATA_LOG)
         if not path.is_file():
             raise ParseError(f"The Grinder wrote no data log {DATA_LOG}")
-        starts, ends, times = [], [], []
+        starts, ends, times, tests = [], [], [], []
         errors = new_connections = 0
         with path.open(newline="") as handle:
             reader = csv.reader(handle, skipinitialspace=True)
@@ -64,6 +83,7 @@ class Grinder(ToolAdapter):
                 starts.append(start)
                 ends.append(start + elapsed)
                 times.append(float(elapsed))
+                tests.append(int(row[col["Test"]]))
                 new_connections += int(row[col["New connections"]])
                 if int(row[col["Errors"]]) or not 200 <= status < 400:
                     errors += 1
@@ -78,11 +98,27 @@ class Grinder(ToolAdapter):
             notes.append(f"{new_connections} new connections for {len(times)} requests (keep-alive off)")
         elif new_connections > output.spec.vus:
             notes.append(f"{new_connections} new connections for {output.spec.vus} threads (keep-alive broken?)")
-        return latency_metrics(
+        steps = {step: [t for t, test in zip(times, tests) if test == number] for step, number in STEP_TESTS.items()}
+        flow = any(steps.values())   # the flow's tests are in the log (lth.py ran the flow)
+        metrics = latency_metrics(
             times, requests=len(times), errors=errors, rps=len(times) / measured_s, measured_s=measured_s,
             load_start_s=first - output.launched_at if output.launched_at > 0 else None,
             source=f"The Grinder's per-test data log ({DATA_LOG}): requests, errors (Errors column or a status "
                    f"outside 2xx/3xx); {DEFINITION} over 'Test time' (whole ms); load window = first start to last "
-                   "start + test time, rps = requests / that window (JVM and Jython start-up excluded)",
+                   "start + test time, rps = requests / that window (JVM and Jython start-up excluded)"
+                   + ("; the flow's steps: the same percentiles over the rows of Test 2 (login) and Test 3 (API GET)"
+                      if flow else ""),
             notes=notes,
         )
+        if flow:
+            step_figures(metrics, steps)
+        return metrics
+
+
+def step_figures(metrics: Metrics, steps: dict[str, list[float]]) -> None:
+    """lat_<step>_p50/p99_ms: the same percentiles over each step's test times. A 0 (under The Grinder's 1 ms) stays
+    0 here: the runner empties it and names it, as for the overall figures (harness/store/figures.py TIMED_FIELDS)."""
+    for step, values in steps.items():
+        figures = latency_metrics(values) if values else Metrics()
+        for p in (50, 99):
+            setattr(metrics, f"lat_{step}_p{p}_ms", getattr(figures, f"lat_p{p}_ms"))

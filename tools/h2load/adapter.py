@@ -45,6 +45,8 @@ class H2load(ToolAdapter):
     # HTTP/2 is h2load's own protocol: h2 by ALPN over https://, h2c with prior knowledge over http://.
     h2 = True
     h2c = True
+    h3 = ("Debian's nghttp2-client 1.52 is built without QUIC (ngtcp2, nghttp3): h2load --npn-list h3 fails "
+          "every request")
     login_flow = ("h2load sends fixed requests (-i a list of URIs, -d a fixed body): no answer is read into a "
                   "later request")
 

@@ -44,6 +44,7 @@ class Hey(ToolAdapter):
     # -h2 (net/http with HTTP/2 configured): ALPN over TLS. The workers share one client, whose transport dials a
     # connection for each request started before the first one is up: a connection per VU (measured: 20 for 20).
     h2 = True
+    h3 = "Go's net/http, which hey is built on, has no HTTP/3 (QUIC)"
     h2c = "hey's -h2 is HTTP/2 over TLS only: no prior-knowledge cleartext HTTP/2"
     h2_connections = "per_vu"
     login_flow = ("hey sends one fixed request over and over (-D gives a fixed body): no answer is read into a "

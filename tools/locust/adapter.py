@@ -8,6 +8,11 @@ Figures come from Locust's --json-file (its final RequestStats, per entry): requ
 counts, first/last request timestamps, exact min/max/total response time and the response-time
 histogram. Locust keeps no per-request log: its histogram buckets are whole milliseconds below
 100 ms and two significant digits above, so the percentiles are bucket values.
+
+The login flow (issue 37): locustfile.py's FastFlowUser / DefaultFlowUser (on_start logs in, the token
+stays on the user, the task GETs with it, --lth-relogin-every by a counter). Its two steps are named
+requests, so --json-file holds one entry per step: the totals are over both entries (as without a flow),
+and lat_login_* / lat_api_get_* are the same bucket percentiles over the "login" and "api_get" entries.
 """
 from __future__ import annotations
 
@@ -16,9 +21,11 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from harness.stats import latency_metrics
+from harness.stats import histogram_metrics, latency_metrics
 from harness.tools import Metrics, ParseError, RunSpec, ToolAdapter, ToolOutput
 
+# The flow's named requests (locustfile.py LoginFlow): its two entries in --json-file.
+STEPS = {"login": "lat_login", "api_get": "lat_api_get"}
 OUTPUT_PREFIX = "locust"                   # --csv and --json-file prefix inside spec.out_dir
 JSON_FILE = f"{OUTPUT_PREFIX}.json"        # Locust appends .json to --json-file
 
@@ -53,12 +60,15 @@ class Locust(ToolAdapter):
     keepalive_off = True
     tls = True
     h2 = h2c = "FastHttpUser (geventhttpclient) and HttpUser (python-requests) speak HTTP/1.1 only"
+    login_flow = True   # locustfile.py FastFlowUser / DefaultFlowUser: the flow as Locust users, one token each
 
     def command(self, spec: RunSpec) -> list[str]:
         url = urlsplit(spec.url)
         path = url.path or "/"
         if url.query:
             path += f"?{url.query}"
+        if spec.flow is not None:
+            path = spec.flow.get_path
         prefix = str(spec.out_dir / OUTPUT_PREFIX)
         argv = [
             self.binary, "-f", str(self.folder / "locustfile.py"), "--headless",
@@ -71,6 +81,12 @@ class Locust(ToolAdapter):
         if self.processes is not None:
             argv += ["--processes", str(self.processes)]
         argv += [*([] if spec.keepalive else ["--lth-close"]), *(["--lth-insecure"] if spec.tls else [])]
+        if spec.flow is not None:   # a scenario refuses a flow with rate_rps (harness/scenarios.py)
+            f = spec.flow
+            return [*argv, "--lth-login-path", f.login_path, "--lth-login-body", f.login_body,
+                    "--lth-login-content-type", f.login_content_type, "--lth-token-field", f.token_field,
+                    "--lth-token-header", f.token_header, "--lth-relogin-every", str(spec.relogin_every or 0),
+                    self.user_class.replace("User", "FlowUser")]
         if spec.rate_rps:
             return [*argv, "--lth-user-rate", f"{spec.rate_rps / spec.vus:g}", self.user_class.replace("User", "PacedUser")]
         return [*argv, self.user_class]
@@ -131,7 +147,32 @@ class Locust(ToolAdapter):
         if clamped:
             metrics.notes.append("bucket percentiles outside Locust's exact min/max were bounded by them: "
                                  + ", ".join(clamped))
+        self._steps(metrics, entries)
         if metrics.lat_p50_ms < 3:
             metrics.notes.append(f"p50 {metrics.lat_p50_ms:g} ms is a whole-millisecond bucket (Locust rounds "
                                  "response times below 100 ms to 1 ms): compare sub-ms latencies via lat_mean_ms")
         return metrics
+
+    def _steps(self, metrics: Metrics, entries: list[dict]) -> None:
+        """A flow's per-step p50 and p99: the same nearest rank over each named entry's histogram, bounded by its
+        exact min/max; a bucket below 1 ms (Locust's 0: under 0.5 ms) is left empty, as the runner does for the
+        overall figures."""
+        by_name = {e["name"]: e for e in entries}
+        if not set(STEPS) <= set(by_name):
+            return
+        emptied = []
+        for name, column in STEPS.items():
+            entry = by_name[name]
+            if not entry["response_times"] or entry["min_response_time"] is None:
+                continue
+            step = histogram_metrics({float(bucket): count for bucket, count in entry["response_times"].items()})
+            for p in ("p50", "p99"):
+                value = min(max(getattr(step, f"lat_{p}_ms"), entry["min_response_time"]), entry["max_response_time"])
+                if value < self.timing_resolution_ms:
+                    emptied.append(f"{column}_{p}_ms")
+                    value = None
+                setattr(metrics, f"{column}_{p}_ms", value)
+        metrics.source += ("; a flow's steps (lat_login_*, lat_api_get_*): the same bucket percentiles over the "
+                           "named entries \"login\" and \"api_get\" (locustfile.py LoginFlow)")
+        if emptied:
+            metrics.notes.append("step percentiles in Locust's 0 ms bucket (under 0.5 ms), left empty: " + ", ".join(emptied))

@@ -49,7 +49,7 @@ class Siege(ToolAdapter):
     rate_model = 'closed model only: -d is a random think time per user, not an arrival rate'
     keepalive_off = True   # -R siegerc-close: `connection = close`, siege's own default
     tls = True             # siege does not verify the server's certificate
-    h2 = h2c = "siege 4.0.7 speaks HTTP/1.0 and HTTP/1.1 only"
+    h2 = h2c = h3 = "siege 4.0.7 speaks HTTP/1.0 and HTTP/1.1 only"
     login_flow = ("siege's URL file may POST fixed bodies, but no answer is read into a later request (no "
                   "variables from responses)")
 

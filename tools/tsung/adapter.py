@@ -10,6 +10,14 @@ outputs (dumptraffic="protocol", backend="fullstats") halve its throughput here,
 p50..p99 stay empty. The load window comes from lth-users.txt, where the session's callbacks
 (lth_tsung.erl) note each user's start and end in microseconds: Tsung's own logs have whole
 seconds only.
+
+The login flow (RunSpec.flow, harness/flows.py): run.sh's --login-* options keep tsung.xml.in's flow session, in
+which each user logs in (a `dyn_variable jsonpath` takes the token from the JSON answer into the user's own
+dynamic variables), then GETs the API with the token in the header (`subst="true"`), logging in again after
+relogin_every GETs (a `<for>` loop). Each step is a Tsung transaction: its JSON statistics then hold tr_login and
+tr_api_get samples (count, mean, stddev, min, max per interval), the per-step times. Tsung computes no percentiles,
+so lat_login_p50/p99 and lat_api_get_p50/p99 stay empty; the steps' counts and means are in the row's notes. The
+overall figures stay over every request (logins and GETs: the 'request' sample).
 """
 from __future__ import annotations
 
@@ -51,13 +59,25 @@ def read_dumps(path: Path) -> list[dict[str, dict]]:
     return [{s["name"]: s for s in dump.get("samples", [])} for dump in data.get("stats", [])]
 
 
+# The flow's steps: the transactions of tsung.xml.in's flow session, as Tsung names their samples.
+STEPS = {"login": "tr_login", "api_get": "tr_api_get"}
+
+
 def combine_requests(dumps: list[dict[str, dict]]) -> dict[str, float]:
     """Totals over the dump intervals of Tsung's 'request' sample (per-interval count, mean and
     population stddev; min and max are carried over, so the last dump's are the run's)."""
-    intervals = [d["request"] for d in dumps if "request" in d]
+    combined = combine_sample(dumps, "request")
+    if combined is None:
+        raise ParseError(f"{STATS} holds no request sample (no request completed)")
+    return combined
+
+
+def combine_sample(dumps: list[dict[str, dict]], name: str) -> dict[str, float] | None:
+    """The same totals for any of Tsung's timed samples (request, tr_<transaction>...); None when none was timed."""
+    intervals = [d[name] for d in dumps if name in d]
     count = sum(int(s["value"]) for s in intervals)
     if not intervals or count == 0:
-        raise ParseError(f"{STATS} holds no request sample (no request completed)")
+        return None
     mean = sum(s["value"] * s["mean"] for s in intervals) / count
     second_moment = sum(s["value"] * (s["stddev"] ** 2 + s["mean"] ** 2) for s in intervals) / count
     last = intervals[-1]
@@ -97,6 +117,7 @@ class Tsung(ToolAdapter):
     keepalive_off = True   # run.sh --close: <http_header name="Connection" value="close"/>; Tsung reconnects
     tls = True             # run.sh --ssl: <server type="ssl"/> (Erlang's ssl client, no verification set)
     h2 = h2c = "Tsung's HTTP client speaks HTTP/1.0 and HTTP/1.1 only"
+    login_flow = True      # run.sh --login-*: tsung.xml.in's flow session (dyn_variable jsonpath, subst, <for>)
 
     def folder_problem(self, folder: Path) -> str | None:
         unsafe = "".join(sorted(set(UNSAFE_IN_PATH.findall(str(folder)))))
@@ -109,6 +130,12 @@ class Tsung(ToolAdapter):
         path = (url.path or "/") + (f"?{url.query}" if url.query else "")
         port = url.port or (443 if spec.tls else 80)
         options = [*([] if spec.keepalive else ["--close"]), *(["--ssl"] if spec.tls else [])]
+        if spec.flow is not None:   # the same server (spec.base_url); PATH is the API's GET, the login in options
+            f = spec.flow
+            path = f.get_path
+            options += ["--login-path", f.login_path, "--login-method", f.login_method, "--login-body", f.login_body,
+                        "--login-content-type", f.login_content_type, "--token-field", f.token_field,
+                        "--token-header", f.token_header, "--relogin-every", str(spec.relogin_every or 0)]
         return [str(self.folder / "run.sh"), str(spec.out_dir), url.hostname or "", str(port), path,
                 str(spec.vus), str(spec.duration_s), *options]
 
@@ -140,6 +167,14 @@ class Tsung(ToolAdapter):
             notes.append(f"no user start/end times in {USERS}: rps uses the configured duration")
         if measured_s <= 0:
             raise ParseError(f"{USERS}: empty load window")
+        steps = ""
+        timed = {step: combine_sample(dumps, sample) for step, sample in STEPS.items()}
+        if any(timed.values()):   # the flow's session ran (its transactions are in Tsung's own output)
+            notes.append("per step (Tsung's transactions; means only, Tsung computes no percentiles): " + ", ".join(
+                f"{step} {t['count']:,} timed, mean {t['mean']:.3f} ms, max {t['max']:.3f} ms" if t else
+                f"{step} none timed" for step, t in timed.items()))
+            steps = (f"; the flow's steps are its transactions ({', '.join(STEPS.values())}: count, mean, max, in the "
+                     "notes; no per-step percentiles)")
         return Metrics(
             requests=req["count"], errors=errors, rps=req["count"] / measured_s, measured_s=measured_s,
             load_start_s=load_start_s,
@@ -147,6 +182,6 @@ class Tsung(ToolAdapter):
             source=f"Tsung's JSON statistics ({STATS}, backend=json): requests = sum of the 'request' sample's "
                    "per-interval counts, mean = their weighted mean, min/max = Tsung's; errors = http_<4xx/5xx> "
                    f"and error_* counters; {window}, rps = requests / that window (Erlang VM start-up "
-                   "excluded); no percentiles (Tsung computes none)",
+                   f"excluded); no percentiles (Tsung computes none){steps}",
             notes=notes,
         )

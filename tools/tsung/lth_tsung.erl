@@ -3,7 +3,7 @@
 %% whole test with an abort (<load duration>), which loses the statistics of the last half second.
 %% A compiled callback costs far less per request than an eval'd one (~13% throughput).
 -module(lth_tsung).
--export([start/1, go/1, stop/1]).
+-export([start/1, go/1, next/1, stop/1]).
 
 %% Once per user: its deadline (monotonic ms) = now + lth_duration_ms; notes its start (epoch us).
 start({_Pid, DynVars}) ->
@@ -15,6 +15,14 @@ go({_Pid, DynVars}) ->
     case erlang:monotonic_time(millisecond) < to_int(lookup(lth_deadline, DynVars)) of
         true -> <<"1">>;
         false -> <<"0">>
+    end.
+
+%% The login flow's loop of GETs (a <for> over lth_i up to lth_gets_per_login), after every GET: lth_i as it is
+%% while the user's deadline has not passed, else the loop's end, which ends the <for> (and go/1 the session).
+next(Arg = {_Pid, DynVars}) ->
+    case go(Arg) of
+        <<"1">> -> lookup(lth_i, DynVars);
+        <<"0">> -> to_int(lookup(lth_gets_per_login, DynVars))
     end.
 
 %% Once per user, after its loop: notes its end (epoch us).

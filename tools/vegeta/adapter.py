@@ -55,6 +55,7 @@ class Vegeta(ToolAdapter):
     # (measured: 1 for 20).
     h2 = True
     h2c = True
+    h3 = "Go's net/http, which vegeta is built on, has no HTTP/3 (QUIC) (vegeta issue #431)"
     h2_connections = {"h2": "per_vu", "h2c": "one"}
     login_flow = ("vegeta's CLI sends the targets it is given: no answer is read into a later request (its Go "
                   "library could; this lineup runs the CLI)")

@@ -95,7 +95,7 @@ class Wrk(ToolAdapter):
     # (wrk.c response_complete: http_should_keep_alive -> reconnect_socket): `Connection: close` does it.
     keepalive_off = True
     tls = True   # wrk (built with OpenSSL) does not verify the server's certificate
-    h2 = h2c = "wrk speaks HTTP/1.1 only (HTTP/2 is wrk issues #254 and #499)"
+    h2 = h2c = h3 = "wrk speaks HTTP/1.1 only (HTTP/2 is wrk issues #254 and #499)"
 
     login_flow = True   # flow.lua: request() and response() (see its comments for what wrk's Lua allows)
 

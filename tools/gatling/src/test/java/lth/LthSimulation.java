@@ -31,7 +31,8 @@ public class LthSimulation extends Simulation {
     return TARGET.getRawQuery() == null ? path : path + "?" + TARGET.getRawQuery();
   }
 
-  private static HttpProtocolBuilder protocol() {
+  /** The HTTP protocol of every lth simulation (LthFlowSimulation's too): base URL, keep-alive, HTTP/2. */
+  static HttpProtocolBuilder protocol() {
     HttpProtocolBuilder protocol =
         http.baseUrl(TARGET.getScheme() + "://" + TARGET.getRawAuthority())
             // no request to gatling.io before the run
