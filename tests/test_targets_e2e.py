@@ -1,7 +1,7 @@
 """Every target setup, really started (issue 23): the host runtime's namespace with Nginx, HAProxy and
 Caddy serving the file over HTTP and HTTPS and with a backend delay; a proxy that does not serve the file
-stopped by the pre-flight in one line; and scenarios/targets.yaml as a user types it, in the as-typed
-tier's throw-away clone (tests/test_as_typed.py has the quick start there)."""
+stopped by the pre-flight in one line; and scenarios/targets.yaml, protocols.yaml and flows.yaml as a user types
+them, in the as-typed tier's throw-away clone (tests/test_as_typed.py has the quick start there)."""
 import csv
 import subprocess
 import sys
@@ -21,7 +21,9 @@ SETUPS = [Setup(), Setup(tls=True), Setup(delay_ms=(100.0, 100.0)), Setup("nginx
           Setup("caddy"), Setup("caddy", tls=True), Setup(tls=True, protocol="h2"), Setup(protocol="h2c"),
           *(Setup(proxy, tls=True, protocol="h2") for proxy in ("nginx-proxy", "haproxy", "caddy")),
           *(Setup(proxy, protocol="h2c") for proxy in ("nginx-proxy", "haproxy", "caddy"))]
-PROTOCOLS_TYPED = "h1tls-vu20-rtt0.1,h2-vu20-rtt0.1,h2c-vu20-s20-rtt0.1"
+PROTOCOLS_TYPED = "h1tls-vu20-rtt0.1,h2-vu20-rtt0.1,h2c-vu20-s20-rtt0.1,h3-caddy-vu20-rtt0.1"
+FLOW_TOOLS = ["wrk", "k6", "locust", "locust-http", "gatling", "jmeter", "artillery", "tsung", "grinder", "autocannon",
+              "drill"]
 
 
 def test_every_setup_serves_the_file_with_keep_alive_and_counts_at_nginx():
@@ -164,7 +166,8 @@ def test_make_bench_all_protocols_as_typed_on_the_host(bench_quick):
     shared runs', with the suite's fault tool, h2load always told --h1 while it claims h2): each HTTP/2 row ok was
     HTTP/2 at the file server with the connections asked for, and on the wire every connection opened in HTTP/2;
     the fallback is a failed row with the server's count and the wire's ALPN offer, a tool that cannot is an
-    unsupported row with why, and HTTP/1.1 over TLS stays HTTP/1.1."""
+    unsupported row with why, and HTTP/1.1 over TLS stays HTTP/1.1; oha's HTTP/3 through Caddy is HTTP/3.0 at the
+    server (its ~30 s wind-down waited for)."""
     tools = {"h2load", "oha", "vegeta", "k6", "wrk"}
     if selected_tools() is not None and not tools <= selected_tools():
         pytest.skip("h2load, oha, vegeta, k6 and wrk are not among the selected tools")
@@ -173,10 +176,10 @@ def test_make_bench_all_protocols_as_typed_on_the_host(bench_quick):
                                      f"SCENARIOS=scenarios/protocols.yaml:{PROTOCOLS_TYPED}",
                                      "TOOLS=h2load,oha,vegeta,k6,wrk,fault-h2-fallback", "CAPTURE=1", returncode=2,
                                      test_tools=REPO / "tests" / "fault_tools")
-    assert "13 of 18 runs ok, 4 unsupported" in output, output[-3000:]
+    assert "14 of 24 runs ok, 9 unsupported" in output, output[-3000:]
     assert "failed: h2-vu20-rtt0.1 fault-h2-fallback: protocol h2 was asked" in output
     rows = {(r["scenario"], r["tool"]): r for r in runs}
-    assert len(rows) == 3 * 6
+    assert len(rows) == 4 * 6
     status = {key: row["status"] for key, row in rows.items()}
     h2 = {tool for (scenario, tool), s in status.items() if scenario == "h2-vu20-rtt0.1" and s == "ok"}
     h2c = {tool for (scenario, tool), s in status.items() if scenario == "h2c-vu20-s20-rtt0.1" and s == "ok"}
@@ -186,6 +189,12 @@ def test_make_bench_all_protocols_as_typed_on_the_host(bench_quick):
             continue
         if scenario == "h1tls-vu20-rtt0.1":
             assert row["protocol"] == "http/1.1" and row["server_off_protocol_requests"] == "", row
+            continue
+        if scenario == "h3-caddy-vu20-rtt0.1":
+            assert tool == "oha" and row["server_off_protocol_requests"] == "0" and int(row["server_requests"]) > 500
+            assert "HTTP/3 (h3) at caddy on port UDP 443" in row["target_stack"], row
+            assert "rps over the -z duration" in row["notes"] and float(row["measured_s"]) == 3.0, row
+            assert "no wire capture: HTTP/3 is QUIC over UDP" in row["notes"], row
             continue
         assert row["server_off_protocol_requests"] == "0" and int(row["server_requests"]) > 1000, row
         assert int(row["server_connections"]) == (20 if scenario == "h2-vu20-rtt0.1" else 1), row   # vus / streams
@@ -199,6 +208,7 @@ def test_make_bench_all_protocols_as_typed_on_the_host(bench_quick):
     assert rows[("h2-vu20-rtt0.1", "wrk")]["error"] == \
         "h2 not supported: wrk speaks HTTP/1.1 only (HTTP/2 is wrk issues #254 and #499)"
     assert rows[("h2c-vu20-s20-rtt0.1", "k6")]["error"].startswith("h2c not supported: k6 speaks HTTP/2 only")
+    assert rows[("h3-caddy-vu20-rtt0.1", "h2load")]["error"].startswith("h3 not supported: Debian's nghttp2-client")
     html = (latest / "report" / "index.html").read_text()
     assert 'id="http2-table"' in html and "the tool did not speak HTTP/2" in html
 
@@ -219,3 +229,49 @@ def test_make_bench_all_protocols_as_typed_in_docker(bench_quick):
             assert int(row["server_connections"]) == (20 if row["scenario"] == "h2-vu20-rtt0.1" else 1), row
         else:
             assert f"HTTP/2 ({row['protocol']}) at {row['target']}" in row["target_stack"], row
+
+
+def flows_as_typed(bench_quick, runtime: str) -> tuple[dict, str]:
+    """`make bench-all SCENARIOS=scenarios/flows.yaml:flow-vu20-rtt0.1 TOOLS=<every scripting tool>,oha DURATION=3`
+    in the runtime's clone (a run of its own: another scenario file and target than the shared runs', and the tools
+    that script), with the suite's broken script on the host: its rows by tool, and the report's page."""
+    fault = runtime == "host"
+    tools = ",".join([*FLOW_TOOLS, "oha", *(["fault-flow-no-token"] if fault else [])])
+    latest, runs, output = bench_all(bench_quick, runtime, f"RUNTIME={runtime}",
+                                     "SCENARIOS=scenarios/flows.yaml:flow-vu20-rtt0.1", f"TOOLS={tools}",
+                                     returncode=2 if fault else 0,
+                                     test_tools=REPO / "tests" / "fault_tools" if fault else None)
+    rows = {r["tool"]: r for r in runs}
+    assert len(rows) == len(FLOW_TOOLS) + 1 + fault, output[-3000:]
+    for tool in FLOW_TOOLS:
+        row = rows[tool]
+        assert row["status"] == "ok" and row["flow"] == "login" and row["runtime"] == runtime, (tool, row["error"])
+        # The API's verdict: one login per VU, every GET carried a token it issued.
+        assert row["server_logins"] == "20" and row["server_logins_refused"] == "0", row
+        assert int(row["server_api_gets"]) > 100 and row["server_api_gets_refused"] == "0", row
+        assert row["target_stack"].startswith("api: nginx"), row
+    assert rows["oha"]["status"] == "unsupported" and rows["oha"]["error"].startswith("login flow not supported: oha")
+    for tool in ("k6", "locust", "gatling", "jmeter", "drill", "grinder", "artillery"):   # they time steps apart
+        assert rows[tool]["lat_api_get_p99_ms"] and rows[tool]["lat_login_p99_ms"], rows[tool]
+    html = (latest / "report" / "index.html").read_text()
+    assert 'id="flows-table"' in html and 'id="flows-cannot-table"' in html
+    return rows, html
+
+
+def test_make_bench_all_flows_as_typed_on_the_host(bench_quick):
+    """Every tool that scripts the login flow runs it ok on the host, judged by the API's counts; the broken script
+    (the token in a header the API does not read) is a failed row with the API's refusals; oha cannot (its reason)."""
+    if selected_tools() is not None and not set(FLOW_TOOLS) <= selected_tools():
+        pytest.skip("not every scripting tool is among the selected tools")
+    rows, html = flows_as_typed(bench_quick, "host")
+    broken = rows["fault-flow-no-token"]
+    assert broken["status"] == "failed" and broken["error"].startswith("flow login: the API answered 20 logins and "
+                                                                       "0 GETs, refused 0 logins and "), broken
+    assert "the tool did not log in and carry the token as scripted" in broken["error"] and "failed: flow" in html
+
+
+def test_make_bench_all_flows_as_typed_in_docker(bench_quick):
+    """The same in the Docker runtime: the api target's own image (njs), each tool's image running its script."""
+    if selected_tools() is not None and not set(FLOW_TOOLS) <= selected_tools():
+        pytest.skip("not every scripting tool is among the selected tools")
+    flows_as_typed(bench_quick, "docker")

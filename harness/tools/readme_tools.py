@@ -14,9 +14,10 @@ from harness.tools.manifest import read_manifest
 from harness.tools.registry import discover
 
 README = REPO_ROOT / "README.md"
-HEADER = ("| id | version | concurrency model | figures from | open model | keep-alive off | TLS | h2 | h2c |\n"
-          "|---|---|---|---|---|---|---|---|---|\n")
-TABLE = re.compile(re.escape(HEADER) + r"(?:\|.*\n)*")
+COLUMNS = ["id", "version", "concurrency model", "figures from", *capabilities.FEATURES.values()]
+HEADER = f"| {' | '.join(COLUMNS)} |\n" + "|---" * len(COLUMNS) + "|\n"
+# The table as any earlier version wrote it: its header's first four columns, then rows.
+TABLE = re.compile(re.escape("| id | version | concurrency model | figures from |") + r".*\n(?:\|.*\n)*")
 
 
 def tool_table() -> str:

@@ -57,7 +57,7 @@ class Autocannon(ToolAdapter):
                      "writes to the closing connection stays queued, so latencies grow through the run")
     # lib/httpClient.js connects with tls.connect({..., rejectUnauthorized: false}): never verifies.
     tls = True
-    h2 = h2c = "autocannon's own client speaks HTTP/1.1 only"
+    h2 = h2c = h3 = "autocannon's own client speaks HTTP/1.1 only"
     # flow.js: setupClient gives each connection its own state and requests entry (setupRequest/onResponse)
     login_flow = True
 

@@ -39,6 +39,7 @@ class Gatling(ToolAdapter):
     # -Dlth.http2=true: enableHttp2 in the simulation (ALPN over TLS), each user on its own connection.
     h2 = True
     h2c = "Gatling speaks HTTP/2 only when negotiated over TLS (ALPN): no prior-knowledge cleartext HTTP/2"
+    h3 = "Gatling 3's HTTP client (Netty) speaks HTTP/1.1 and HTTP/2 only: no HTTP/3 (QUIC)"
     h2_connections = "per_vu"
     # LthFlowSimulation: each user's own session keeps its token (jsonPath check, saveAs), the GET sends it as
     # "#{token}"; login once, then during(D) GETs, or during(D) { login, repeat(N) GET }. The flow's fields go in

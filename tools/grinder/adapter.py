@@ -36,7 +36,7 @@ class Grinder(ToolAdapter):
     rate_model = 'closed model only: worker threads loop the test; The Grinder has no arrival-rate option'
     keepalive_off = True   # -Dgrinder.lth.close=true: lth.py sends Connection: close (no keep-alive switch)
     tls = True             # The Grinder's HTTP plugin trusts every server certificate
-    h2 = h2c = "The Grinder's HTTPClient speaks HTTP/1.1 only"
+    h2 = h2c = h3 = "The Grinder's HTTPClient speaks HTTP/1.1 only"
     login_flow = True      # -Dgrinder.lth.loginUrl...: lth.py's flow (Test 2 login, Test 3 API GET, a token per thread)
 
     def command(self, spec: RunSpec) -> list[str]:

@@ -30,6 +30,7 @@ class K6(ToolAdapter):
     tls = True             # --insecure-skip-tls-verify (the insecureSkipTLSVerify option)
     h2 = True   # over TLS k6 negotiates HTTP/2 by ALPN by itself; each VU has its own connections
     h2c = "k6 speaks HTTP/2 only when negotiated over TLS (ALPN): no prior-knowledge cleartext HTTP/2"
+    h3 = "k6's HTTP client is Go's net/http, which has no HTTP/3 (QUIC; k6 issue #238: an xk6 extension, not here)"
     h2_connections = "per_vu"
     login_flow = True   # flow.js: the token in the VU's global scope, each step a tag (its own latency trend)
 

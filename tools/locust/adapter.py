@@ -59,7 +59,7 @@ class Locust(ToolAdapter):
     # keep-alive switch); --lth-insecure turns HttpUser's certificate check off (FastHttpUser has none).
     keepalive_off = True
     tls = True
-    h2 = h2c = "FastHttpUser (geventhttpclient) and HttpUser (python-requests) speak HTTP/1.1 only"
+    h2 = h2c = h3 = "FastHttpUser (geventhttpclient) and HttpUser (python-requests) speak HTTP/1.1 only"
     login_flow = True   # locustfile.py FastFlowUser / DefaultFlowUser: the flow as Locust users, one token each
 
     def command(self, spec: RunSpec) -> list[str]:

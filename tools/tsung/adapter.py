@@ -116,7 +116,7 @@ class Tsung(ToolAdapter):
     rate_model = 'supports an open model (arrival phases, each arrival a new user session); not wired in this harness yet'
     keepalive_off = True   # run.sh --close: <http_header name="Connection" value="close"/>; Tsung reconnects
     tls = True             # run.sh --ssl: <server type="ssl"/> (Erlang's ssl client, no verification set)
-    h2 = h2c = "Tsung's HTTP client speaks HTTP/1.0 and HTTP/1.1 only"
+    h2 = h2c = h3 = "Tsung's HTTP client speaks HTTP/1.0 and HTTP/1.1 only"
     login_flow = True      # run.sh --login-*: tsung.xml.in's flow session (dyn_variable jsonpath, subst, <for>)
 
     def folder_problem(self, folder: Path) -> str | None:
