@@ -100,3 +100,21 @@ def test_missing_or_broken_report_is_a_parse_error(tmp_path, content):
     spec = command_spec(tmp_path)
     with pytest.raises(ParseError):
         ADAPTERS["oha"].parse(ToolOutput(spec, "", "", 0))
+
+
+def test_http3_is_told_and_its_window_is_the_duration_not_ohas_wait_for_quic_to_close(tmp_path):
+    """A real h3 run through Caddy (acceptance, 2026-11-28, 5 s): oha's summary.total is 35 s, its wait for the
+    server to close the QUIC connections (oha #835); the row's window is the -z duration from launch."""
+    from dataclasses import replace
+    output, meta = captured_run(FIXTURES / "h3-caddy")
+    output = ToolOutput(replace(output.spec, url=TLS_URL, protocol="h3"), output.stdout, output.stderr, 0)
+    metrics = ADAPTERS["oha"].parse(output)
+    responses = sum(json.loads((FIXTURES / "h3-caddy" / "oha.json").read_text())["statusCodeDistribution"].values())
+    assert metrics.measured_s == 5.0 and metrics.load_start_s == 0.0 and metrics.requests == responses
+    assert metrics.rps == pytest.approx(responses / 5.0) and "oha #835" in " ".join(metrics.notes)
+    assert metrics.requests <= meta["row"]["server_requests"] <= metrics.requests + 20     # the 20 cut at -z
+    argv = ADAPTERS["oha"].command(replace(command_spec(tmp_path, url=TLS_URL), protocol="h3"))
+    assert argv[argv.index("--http-version") + 1] == "3" and "--insecure" in argv and "--http2" not in argv
+    assert ADAPTERS["oha"].wind_down_s("h3") >= 35 and ADAPTERS["oha"].wind_down_s("h2") == 0
+    plain = ADAPTERS["oha"].parse(ToolOutput(replace(output.spec, protocol="h2"), output.stdout, output.stderr, 0))
+    assert plain.measured_s == pytest.approx(35.03, abs=0.01) and plain.load_start_s is None   # only h3 is cut

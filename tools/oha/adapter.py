@@ -85,18 +85,20 @@ class Oha(ToolAdapter):
             raise ParseError(f"{REPORT}: no response (errors: {errors_by_kind or 'none'})")
         failed_status = sum(n for code, n in statuses.items() if not 200 <= code < 400)
         requests = responses + sum(errors_by_kind.values())
-        measured_s, notes = float(summary["total"]), []
+        measured_s, notes, load_start_s = float(summary["total"]), [], None
         if h3_duration_s is not None and measured_s > h3_duration_s:
             notes.append(f"HTTP/3: oha's summary.total is {measured_s:.1f} s for -z {h3_duration_s} s (it waits for "
-                         "the server to close its QUIC connections, oha #835): rps over the -z duration")
-            measured_s = float(h3_duration_s)
+                         "the server to close its QUIC connections, oha #835): rps, CPU and memory over the -z "
+                         "duration from launch")
+            # The load window is then the first -z seconds (oha starts in milliseconds), not the idle wait after.
+            measured_s, load_start_s = float(h3_duration_s), 0.0
         ms = lambda seconds: float(seconds) * 1000.0  # noqa: E731
         if aborted:
             notes.append(f"{aborted} requests in flight at the deadline were aborted by oha (not counted; "
                          "the server counted them)")
         return Metrics(
             requests=requests, errors=failed_status + sum(errors_by_kind.values()),
-            rps=requests / measured_s, measured_s=measured_s,
+            rps=requests / measured_s, measured_s=measured_s, load_start_s=load_start_s,
             lat_min_ms=ms(summary["fastest"]), lat_mean_ms=ms(summary["average"]), lat_max_ms=ms(summary["slowest"]),
             lat_p50_ms=ms(pct["p50"]), lat_p75_ms=ms(pct["p75"]), lat_p90_ms=ms(pct["p90"]),
             lat_p95_ms=ms(pct["p95"]), lat_p99_ms=ms(pct["p99"]),
