@@ -233,3 +233,17 @@ def test_the_wire_keeps_connections_and_handshakes_of_an_http2_run_but_pairs_no_
     http1 = row(protocol="http/1.1", lat_p50_ms=0.3)
     wire.fill(http1, summary)
     assert http1.wire_requests == 5000 and http1.wire_p50_ms == 0.2
+
+
+def test_http3_at_an_rtt_is_unsupported_where_toxiproxy_shapes_and_runs_with_netem():
+    from harness.network.shaping import ShaperChoice
+    from harness.suite.runner import Bench
+    h3 = lambda rtt_ms: scenario(protocol="h3", tls=True, target="caddy", rtt_ms=rtt_ms)   # noqa: E731
+    bench = Bench(plan=None, runtime=None, folder=None, finished=set(), broken={}, no_tcpdump=False,
+                  shaper=ShaperChoice("toxiproxy", "no netem here"))
+    assert bench._shaper_reason(h3(50)).startswith("HTTP/3 is QUIC over UDP, and Toxiproxy shapes TCP only")
+    assert bench._shaper_reason(h3(0.1)) is None                                        # the native hop: no shaping
+    assert bench._shaper_reason(scenario(protocol="h2", tls=True, rtt_ms=50)) is None   # TCP: Toxiproxy shapes it
+    netem = Bench(plan=None, runtime=None, folder=None, finished=set(), broken={}, no_tcpdump=False,
+                  shaper=ShaperChoice("netem", "available"))
+    assert netem._shaper_reason(h3(50)) is None
