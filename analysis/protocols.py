@@ -7,6 +7,8 @@ HTTP/1.1). Medians over the repeats of ok runs; an unsupported or failed run say
 """
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 
 from analysis.numbers import number
@@ -83,3 +85,25 @@ def _baseline(medians: pd.DataFrame, level: dict, setting: dict) -> float | None
 
 def _change(new: float, old: float | None) -> str:
     return "" if old is None or pd.isna(old) or not old or pd.isna(new) else f"{new / old - 1:+.0%}"
+
+
+def section(df: pd.DataFrame) -> dict:
+    """The table split for reading: {"lines": what ran (a tool's HTTP/1.1 baselines only where it ran HTTP/2 or
+    HTTP/3 at that level, ok or failed), "cannot": a line per tool and reason, with the protocols it concerns}."""
+    lines = table(df)
+    if not lines:
+        return {}
+    unsupported = [line for line in lines if line["result"].startswith("unsupported: ")]
+    ran = [line for line in lines if line not in unsupported]
+    spoke = {_level(line) for line in ran if line["protocol"] in HTTP2}
+    cannot: dict[tuple, list[str]] = {}
+    for line in unsupported:
+        why = re.sub(r"^(h2c?|h3) not supported: ", "", line["result"].removeprefix("unsupported: "))
+        cannot.setdefault((line["tool"], line["runtime"], why), []).append(line["protocol"])
+    return {"lines": [line for line in ran if line["protocol"] in HTTP2 or _level(line) in spoke],
+            "cannot": [{"tool": tool, "runtime": runtime, "protocols": ", ".join(dict.fromkeys(protocols)), "why": why}
+                       for (tool, runtime, why), protocols in sorted(cannot.items())]}
+
+
+def _level(line: dict) -> tuple:
+    return line["tool"], line["runtime"], line["target"], line["VUs"], line["RTT ms"]

@@ -192,7 +192,7 @@ def build(folders: list[Path], out: Path, svg: bool = False) -> Path:
         scorecard=card, scorecard_headers={c: h for c, h in scorecard.HEADERS.items() if c not in absent},
         scorecard_absent=absent, scorecard_columns=scorecard.COLUMNS,
         cv_limit=f"{CV_LIMIT:.0%}",
-        capacity=capacity_section, targets=targets.section(df), protocols=protocols.table(df),
+        capacity=capacity_section, targets=targets.section(df), protocols=protocols.section(df),
         flows=flows.table(df),
         stall=stall_table(df), stall_explanation=STALL_EXPLANATION, stall_chart=write_stall_chart(df, out, svg),
     )

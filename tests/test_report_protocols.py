@@ -32,3 +32,16 @@ def test_http2_lines_are_compared_with_http_1_1_at_the_same_target_and_transport
 
 def test_no_http2_scenario_no_section():
     assert protocols.table(pd.DataFrame([run("oha", "h1")])) == []
+
+
+def test_the_section_lists_who_cannot_once_per_reason_and_keeps_baselines_where_http2_ran():
+    df = pd.DataFrame([run("oha", "h1tls", tls=True), run("oha", "h2", "h2", tls=True, rps=1500),
+                       run("wrk", "h1tls", tls=True), run("wrk", "h2", "h2", tls=True, status="unsupported",
+                                                          error="wrk speaks HTTP/1.1 only"),
+                       run("wrk", "h2c", "h2c", streams=20, status="unsupported",
+                           error="h2c not supported: wrk speaks HTTP/1.1 only")])
+    section = protocols.section(df)
+    assert [(line["tool"], line["scenario"]) for line in section["lines"]] == [("oha", "h1tls"), ("oha", "h2")]
+    assert section["cannot"] == [{"tool": "wrk", "runtime": "host", "protocols": "h2, h2c",
+                                  "why": "wrk speaks HTTP/1.1 only"}]
+    assert protocols.section(pd.DataFrame([run("oha", "h1")])) == {}
