@@ -1,4 +1,5 @@
-"""Writing a file so that a crash leaves the old one or the new one, never half of either."""
+"""Writing a file so that a crash leaves the old one or the new one, never half of either; reading what a
+server appended to its log since an offset."""
 from __future__ import annotations
 
 import os
@@ -20,3 +21,14 @@ def write_atomic(path: Path, text: str, mode: int = 0o644) -> None:
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+def lines_since(path: Path, offset: int) -> list[str]:
+    """The lines appended to the log ``path`` after byte ``offset`` (its size when a run began); none when the
+    server has not created it yet."""
+    try:
+        with path.open("rb") as log:
+            log.seek(offset)
+            return log.read().decode(errors="replace").splitlines()
+    except FileNotFoundError:
+        return []

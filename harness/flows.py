@@ -11,6 +11,8 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.files import lines_since
+
 USERNAME, PASSWORD = "lth-user", "lth-password"   # the API accepts any username with this password
 API_LOG = "api.log"
 # The API's access log line, one write per request (read as soon as a run ends): `login 200`.
@@ -56,11 +58,5 @@ _COUNTED = {("login", "200"): "logins_ok", ("login", "401"): "logins_refused",
 
 def read_api_counts(path: Path, since: int = 0) -> ApiCounts:
     """The counts of the API log from byte offset ``since`` (its size when a run began) on; no log yet, none."""
-    try:
-        with path.open("rb") as log:
-            log.seek(since)
-            lines = log.read().decode(errors="replace").splitlines()
-    except FileNotFoundError:   # Nginx creates it when it starts
-        return ApiCounts()
-    counts = Counter(_COUNTED.get(tuple(line.split()), "other") for line in lines if line.strip())
+    counts = Counter(_COUNTED.get(tuple(line.split()), "other") for line in lines_since(path, since) if line.strip())
     return ApiCounts(**counts)

@@ -1,8 +1,6 @@
 """HTTP/2 (issue 38), without a network: the scenario fields and their one-line refusals, what each tool is
 told for h2 and h2c, the file server's configuration and its log of requests in another HTTP version, and
 the row that judges a run by that log. The real stacks and tools: tests/test_targets_e2e.py."""
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,7 +16,6 @@ from harness.tools import capabilities, registry
 from harness.tools.output import RunSpec
 from harness.row import target as row_target
 
-REPO = Path(__file__).resolve().parents[1]
 TOOLS = registry.discover()
 
 
@@ -51,17 +48,6 @@ def test_vus_are_requests_in_flight_connections_times_streams():
     assert scenario(protocol="h2", tls=True, streams=5).connections == 4
     assert RunSpec("http://x:81/f", vus=20, duration_s=5, out_dir=Path("/t"), cpus=2, protocol="h2c",
                    streams=10).connections == 2
-
-
-def test_a_bad_protocol_field_is_one_line_and_exit_2(tmp_path):
-    scenarios = tmp_path / "s.yaml"
-    scenarios.write_text("scenarios:\n  - {id: x, vus: 2, rtt_ms: 0.1, duration_s: 2, protocol: h2c, tls: true}\n")
-    result = subprocess.run([sys.executable, "-m", "harness", "run", "--runtime", "host", "--tools", "oha",
-                             "--scenarios", str(scenarios), "--results", str(tmp_path / "results")],
-                            cwd=REPO, capture_output=True, text=True)
-    assert result.returncode == 2, result.stderr
-    assert result.stderr.count("\n") == 1 and "scenarios[0]: protocol h2c is cleartext HTTP/2" in result.stderr
-    assert not (tmp_path / "results").exists()
 
 
 def test_a_tool_gets_the_streams_it_can_hold_else_an_unsupported_row_with_why():

@@ -90,7 +90,8 @@ class Capture:
         proc = subprocess.Popen(argv, stdout=log, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True)
         opening = None
         try:
-            self._wait_ready(proc, run_dir / LOG_NAME)
+            if said := _not_started(proc, run_dir / LOG_NAME):
+                self.skipped = f"tcpdump did not start: {said}"
             if target.protocol != "http/1.1" and not self.skipped:
                 opening = self._start_openers(session, target, run_dir)
             self.facts["started_at"] = time.time()
@@ -113,24 +114,11 @@ class Capture:
         self.facts["openers_command"] = argv
         with (run_dir / OPENERS_LOG).open("w") as log:
             proc = subprocess.Popen(argv, stdout=log, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True)
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        while "listening on" not in (run_dir / OPENERS_LOG).read_text(errors="replace"):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                _stop(proc)
-                self.facts["openers_error"] = " ".join((run_dir / OPENERS_LOG).read_text(errors="replace").split())[:200]
-                self.openers_pcap = None
-                return None
-            time.sleep(0.05)
+        if said := _not_started(proc, run_dir / OPENERS_LOG):
+            _stop(proc)
+            self.facts["openers_error"], self.openers_pcap = said, None
+            return None
         return proc
-
-    def _wait_ready(self, proc: subprocess.Popen, log: Path) -> None:
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        while "listening on" not in log.read_text(errors="replace"):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                said = " ".join(log.read_text(errors="replace").split()) or "no output"
-                self.skipped = f"tcpdump did not start: {said[:200]}"
-                return
-            time.sleep(0.05)
 
     def summary(self) -> dict | None:
         """What the capture saw (None: no capture was asked for), for the run's record; the pcap is
@@ -201,6 +189,17 @@ def _stored_port(capture: dict) -> int | None:
         return int(capture["port"])
     found = re.search(r"\bport (\d+)\b", capture.get("filter", ""))
     return int(found.group(1)) if found else None
+
+
+def _not_started(proc: subprocess.Popen, log: Path) -> str | None:
+    """Wait for tcpdump to say it is listening; what it said instead when it exits or takes too long (None: it
+    listens)."""
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while "listening on" not in log.read_text(errors="replace"):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            return (" ".join(log.read_text(errors="replace").split()) or "no output")[:200]
+        time.sleep(0.05)
+    return None
 
 
 def _stop(proc: subprocess.Popen) -> None:

@@ -10,11 +10,13 @@ import shutil
 import socket
 import ssl
 import time
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness import TARGET_DIR
 from harness.errors import HarnessError
+from harness.files import lines_since
 from harness.flows import ApiCounts, read_api_counts
 
 TARGET_FILE = "style.css"
@@ -191,17 +193,7 @@ class Target:
         of the log is `port version`): requests in another HTTP version than the scenario's."""
         if since is None or self.protocol_log is None:
             return None
-        try:
-            with self.protocol_log.open("rb") as log:
-                log.seek(since)
-                lines = log.read().decode(errors="replace").splitlines()
-        except FileNotFoundError:
-            return {}
-        counts: dict[str, int] = {}
-        for line in lines:
-            version = line.split(" ", 1)[-1].strip() or "?"
-            counts[version] = counts.get(version, 0) + 1
-        return counts
+        return dict(Counter(line.split(" ", 1)[-1].strip() or "?" for line in lines_since(self.protocol_log, since)))
 
     def requests_served(self) -> int:
         """Nginx's stub_status request total (it counts this request too)."""

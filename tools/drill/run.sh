@@ -36,7 +36,7 @@ source "$(dirname "$0")/../_lib/common.sh"
 DRILL="$(manifest_get binary)"
 MAX_ITERATIONS=1000000000
 
-plan() {  # plan FILE ITERATIONS
+plan_head() {  # plan_head FILE ITERATIONS: what every plan starts with
   cat > "$1" <<YAML
 ---
 concurrency: $VUS
@@ -45,6 +45,11 @@ iterations: $2
 rampup: 0
 
 plan:
+YAML
+}
+plan() {  # plan FILE ITERATIONS
+  plan_head "$1" "$2"
+  cat >> "$1" <<YAML
   - name: lth
     request:
       url: '$URLPATH'$HEADERS
@@ -52,14 +57,8 @@ YAML
 }
 quoted() { printf "'%s'" "${1//\'/\'\'}"; }   # a YAML single-quoted scalar
 flow_plan() {  # flow_plan FILE ITERATIONS GETS_PER_ITERATION
-  cat > "$1" <<YAML
----
-concurrency: $VUS
-base: '$BASE'
-iterations: $2
-rampup: 0
-
-plan:
+  plan_head "$1" "$2"
+  cat >> "$1" <<YAML
   - name: login
     request:
       url: $(quoted "$LOGIN_PATH")
