@@ -185,12 +185,11 @@ def _capacity(args: argparse.Namespace) -> int:
 
 
 def _rederive(args: argparse.Namespace) -> int:
-    from harness.capacity.run import CAPACITY_JSON, rederive_capacity
+    from harness.capacity.run import CAPACITY_JSON
     from harness.suite.rederive import rederive
     adapters = registry.discover()
-    rows = rederive(args.folder, adapters)
+    rows, searched = rederive(args.folder, adapters)
     ok = sum(r.status == "ok" for r in rows)
-    searched = rederive_capacity(ResultsFolder(args.folder), adapters)
     print(f"re-derived {len(rows)} runs ({ok} ok) in {args.folder}: runs.csv rewritten "
           f"(the previous one kept as runs.csv.before-rederive)"
           + (f", and {CAPACITY_JSON} from them ({len(searched)} tools)" if searched is not None else ""))

@@ -2,25 +2,16 @@
 server appended to its log since an offset."""
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
+
+from harness.store.safe import write_text_inside
 
 
 def write_atomic(path: Path, text: str, mode: int = 0o644) -> None:
     """``text`` into ``path``: a temporary file in the same folder (made 0600, so a private ``mode`` is
-    never readable by others on the way), flushed to disk, given ``mode``, then renamed over ``path``."""
-    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", newline="") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(temporary, mode)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    never readable by others on the way), flushed to disk, given ``mode``, then renamed over ``path`` (a link
+    at that name is replaced, never written through): harness/store/safe.py's rule, in ``path``'s folder."""
+    write_text_inside(path.parent, path.name, text, mode)
 
 
 def lines_since(path: Path, offset: int) -> list[str]:

@@ -22,6 +22,12 @@ WRITERS = {
     "record.json": "from harness.store.record import RunRecord\n"
                    "RunRecord(tool='t', runtime='host', scenario=big, repeat=1, started_at='', run_dir='s/t', "
                    "shaper='none', cpus_target='', cpus_tool='', split={}).save(folder)",
+    "execution.json": "from harness.store.record import Execution, save_execution\n"
+                      "save_execution(Execution(exit_code=0, timed_out=False, wall_s=1.0, launched_at=0.0, samples=[], "
+                      "stdout='', stderr='', affinity={'': {1: big}}), folder)",
+    "shaping.json": "import harness.network.shaping as shaping\n"
+                    "shaping.steady_probe = lambda *probe: {'median_ms': 1.0, 'connect_ms': 0.5}\n"
+                    "shaping._calibrate(None, None, shaping.Knob('netem', big['padding'], 0.1, print), 1.0, folder)",
 }
 FULL_DISK = """
 import resource, signal, sys

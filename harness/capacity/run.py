@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 from pydantic import ValidationError
 
@@ -251,12 +252,17 @@ class _NotRun(Exception):
 
 class _Stored:
     """A finished folder in the place of the search's Bench (the three methods the search calls), for `rederive`:
-    every step is its stored row, nothing runs."""
+    every step is its stored row, nothing runs. ``rows``: the rows by run folder, derived again and not written
+    yet (None: each step's meta.json)."""
 
-    def __init__(self, folder: ResultsFolder) -> None:
-        self.folder = folder
+    def __init__(self, folder: ResultsFolder, rows: dict[str, RunRow] | None = None) -> None:
+        self.folder, self.rows = folder, rows
 
     def stored(self, scenario_id: str, tool: str) -> RunRow:
+        if self.rows is not None:
+            if f"{scenario_id}/{tool}" not in self.rows:
+                raise _NotRun(scenario_id)
+            return self.rows[f"{scenario_id}/{tool}"]
         run_dir = self.folder.path / scenario_id / tool
         if not (run_dir / "meta.json").is_file():
             raise _NotRun(scenario_id)
@@ -274,16 +280,45 @@ def rederive_capacity(folder: ResultsFolder, adapters: dict[str, ToolAdapter]) -
     would make it: the search replayed, nothing run (None: the folder has no capacity.json). An entry whose
     replay now asks for a step the folder did not run keeps its figures and says so; one that never searched
     (the tool could not run, its unloaded step failed) stays as it was."""
-    path = folder.path / CAPACITY_JSON
-    if not path.is_file():
-        return None
-    entries = [_rederived(entry, _Stored(folder), adapters[entry["tool"]]) for entry in json.loads(path.read_text())]
-    folder.write_json(CAPACITY_JSON, entries)
+    entries = replayed_capacity(folder, adapters)
+    if entries is not None:
+        folder.write_json(CAPACITY_JSON, entries)
     return entries
 
 
+def replayed_capacity(folder: ResultsFolder, adapters: dict[str, ToolAdapter],
+                      rows: dict[str, RunRow] | None = None) -> list[dict] | None:
+    """rederive_capacity's entries, written nowhere (`rederive` writes them last, with everything else); ``rows``:
+    the re-derived rows by run folder (None: each step's stored meta.json). A capacity.json that cannot be read
+    or replayed is a one-line HarnessError."""
+    path = folder.path / CAPACITY_JSON
+    if not path.is_file():
+        return None
+    try:
+        stored = json.loads(path.read_bytes())
+    except (OSError, ValueError) as exc:
+        raise HarnessError(f"{path} cannot be read ({type(exc).__name__}: {exc}): nothing was re-derived; "
+                           f"restore it from a copy, or remove it and run the search again") from None
+    if not isinstance(stored, list) or not all(isinstance(e, dict) for e in stored):
+        raise HarnessError(f"{path} holds no list of entries: nothing was re-derived; restore it from a copy")
+    return [_replayed(path, index, entry, _Stored(folder, rows), adapters) for index, entry in enumerate(stored)]
+
+
+def _replayed(path: Path, index: int, entry: dict, stored: _Stored, adapters: dict[str, ToolAdapter]) -> dict:
+    tool = entry.get("tool")
+    if not isinstance(tool, str) or tool not in adapters:
+        raise HarnessError(f"{path} entry {index + 1}: tool {tool!r} has no adapter in tools/: nothing was "
+                           f"re-derived; re-derive with the checkout that ran it")
+    try:
+        return _rederived(entry, stored, adapters[tool])
+    except (KeyError, TypeError, ValueError, AttributeError, ValidationError) as exc:
+        raise HarnessError(f"{path} entry {index + 1} ({tool}) cannot be replayed ({type(exc).__name__}: "
+                           f"{str(exc).splitlines()[0] if str(exc) else ''}): nothing was re-derived; restore it "
+                           f"from a copy") from None
+
+
 def _rederived(entry: dict, stored: _Stored, adapter: ToolAdapter) -> dict:
-    if entry["kind"] == "search" and "criteria" not in entry:
+    if entry.get("kind") == "search" and "criteria" not in entry:
         return entry
     replay = search_tool if entry["kind"] == "search" else closed_reference
     try:

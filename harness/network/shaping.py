@@ -22,6 +22,7 @@ import psutil
 
 from harness import PREFIX
 from harness.errors import HarnessError
+from harness.files import write_atomic
 from harness.processes import run, signals_deferred
 from harness.runtimes.base import Session
 from harness.scenarios import rtt_tolerance_ms
@@ -297,7 +298,7 @@ def _calibrate(session: Session, target: Target, knob: Knob, rtt_ms: float, log_
     best = probes[closest]
     if best["delay_ms"] != delay:
         knob.set(best["delay_ms"])
-    (log_dir / "shaping.json").write_text(json.dumps({
+    write_atomic(log_dir / "shaping.json", json.dumps({
         "shaper": knob.shaper, "rtt_target_ms": rtt_ms, "knob": knob.name, "probes": probes,
         "delay_ms": best["delay_ms"], "calibrated": best["delay_ms"] != _rounded(rtt_ms, knob.step_ms),
         "started_from": "the profile" if start_ms is None else "the delay the previous run on this path ended on",

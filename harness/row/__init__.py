@@ -13,6 +13,7 @@ Memory per VU is no row's figure: it is a slope over the VU levels of a results 
 from __future__ import annotations
 
 import json
+import traceback
 from dataclasses import dataclass, fields
 from pathlib import Path
 
@@ -108,6 +109,19 @@ def derive(record: RunRecord, adapter: ToolAdapter, run_dir: Path) -> Derived:
         meta["withheld_figures"] = withheld
     return Derived(row, meta, [(run_dir / part.folder, part_row, part_meta) for part, (part_row, part_meta, _)
                                in zip(record.parts, parts)] if len(parts) > 1 else [])
+
+
+def derive_stored(record: RunRecord, adapter: ToolAdapter, run_dir: Path) -> Derived:
+    """derive(), with a crash in the derivation made the run's failure (the suite goes on): the run is derived
+    again from its setup alone, with none of the facts a crash may have come from."""
+    try:
+        return derive(record, adapter, run_dir)
+    except Exception as exc:  # noqa: BLE001 - a bug in one row's derivation must not sink the suite
+        crashed = RunRecord(**{**record.__dict__, "error": f"harness error: {type(exc).__name__}: {exc}",
+                               "traceback": traceback.format_exc(), "parts": [], "capture": None, "stall": None,
+                               "server_off_protocol": None, "server_api": None, "shaper_load": None,
+                               "phases_s": {}})
+        return derive(crashed, adapter, run_dir)
 
 
 def overhead_by_phase(phases_s: dict[str, float], walls_s: list[float | None], duration_s: int) -> dict:

@@ -7,8 +7,11 @@ re-derived at any time (``python -m harness rederive``). Plain values only: no p
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
+from typing import get_type_hints
+
+from pydantic import ConfigDict, TypeAdapter, ValidationError, create_model
 
 from harness.cpus import CpuSplit
 from harness.files import write_atomic
@@ -40,7 +43,7 @@ def save_execution(execution: Execution, folder: Path) -> None:
     """What ``load`` needs beside stdout/stderr/samples*.csv, which execute() writes as it goes."""
     frames = {name: [[f.t_s, f.cpu, f.busy_pct, int(f.first_frame), f.irq_pct] for f in getattr(execution, name)]
               for name in ("cpu_busy", "target_cpu_busy") if getattr(execution, name) is not None}
-    (folder / EXECUTION).write_text(json.dumps({
+    write_atomic(folder / EXECUTION, json.dumps({
         "exit_code": execution.exit_code, "timed_out": execution.timed_out, "wall_s": execution.wall_s,
         "overtime_s": execution.overtime_s,
         "launched_at": execution.launched_at, "others": sorted(execution.others or {}),
@@ -128,12 +131,66 @@ class RunRecord:
 
     @classmethod
     def load(cls, run_dir: Path) -> "RunRecord":
-        data = json.loads((run_dir / RECORD).read_text())
+        """The record ``run_dir`` stored, each field of its type (a results folder may come from elsewhere):
+        a ValueError in one line names the first field that is not."""
+        data = json.loads((run_dir / RECORD).read_bytes())
+        if not isinstance(data, dict):
+            raise ValueError(f"{RECORD} holds a {type(data).__name__}, not a mapping")
         known = {f.name for f in fields(cls)}
-        record = cls(**{k: v for k, v in data.items() if k in known})
-        record.parts = [PartRecord(**part) for part in data.get("parts", [])]
+        checked = _checked(_RECORD_TYPES, {k: v for k, v in data.items() if k in known}, "")
+        record = cls(**{k: v for k, v in data.items() if k in known and k != "parts"})
+        record.parts = [PartRecord(**_checked(_PART_TYPES, part, f"parts.{index}."))
+                        for index, part in enumerate(checked.get("parts", []))]
+        _check_facts(record)
         return record
 
 
 def split_fields(split: CpuSplit) -> dict:
     return {"available": list(split.available), "target": list(split.target), "tool": list(split.tool)}
+
+
+# What load() checks, field by field, strictly (a number is no text, text no number): json's own types.
+def _strict_fields(cls: type, **overrides: object) -> TypeAdapter:
+    """A validator of a mapping holding ``cls``'s fields, each strictly of its declared type."""
+    hints = {**get_type_hints(cls), **overrides}
+    required = {f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING}
+    return TypeAdapter(create_model(f"{cls.__name__}Fields", __config__=ConfigDict(strict=True, extra="ignore"),
+                                    **{f.name: (hints[f.name], ... if f.name in required else None)
+                                       for f in fields(cls)}))
+
+
+_PART_TYPES = _strict_fields(PartRecord)
+_RECORD_TYPES = _strict_fields(RunRecord, parts=list)
+_COUNTS = TypeAdapter(dict[str, int])
+API_COUNTS = ("logins_ok", "logins_refused", "gets_ok", "gets_refused")
+
+
+def _checked(types: TypeAdapter, data: object, prefix: str) -> dict:
+    if not isinstance(data, dict):
+        raise ValueError(f"{prefix.rstrip('.') or 'the record'}: a mapping is needed (got {type(data).__name__})")
+    try:
+        types.validate_python(data, strict=True)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = prefix + ".".join(str(p) for p in first["loc"])
+        got = first.get("input")
+        shown = "" if isinstance(got, (dict, list)) else f" (got {repr(got)[:60]})"
+        raise ValueError(f"{where}: {first['msg']}{shown}") from None
+    return data
+
+
+def _check_facts(record: RunRecord) -> None:
+    """The free-form facts the derivation reads numbers from: each of the shape it reads."""
+    for name in ("server_off_protocol", "server_api"):
+        value = getattr(record, name)
+        if value is not None:
+            _checked(_COUNTS, value, f"{name}.")
+    if record.server_api is not None and (missing := [k for k in API_COUNTS if k not in record.server_api]):
+        raise ValueError(f"server_api: {missing[0]} is missing (the API's counts: {', '.join(API_COUNTS)})")
+    port = (record.capture or {}).get("port")
+    if port is not None and (isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536):
+        raise ValueError(f"capture.port: a TCP port number is needed (got {repr(port)[:60]})")
+    for part in record.parts:
+        folder = Path(part.folder)
+        if folder.is_absolute() or ".." in folder.parts:
+            raise ValueError(f"parts[].folder {part.folder!r} leads outside the run's folder")

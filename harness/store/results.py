@@ -16,6 +16,7 @@ from pathlib import Path
 from harness.errors import HarnessError
 from harness.files import write_atomic
 from harness.store.figures import Figures, column
+from harness.store.safe import empty_dir_inside, make_dir_inside, write_text_inside
 
 # unsupported: a rate scenario and a tool without an open model (the error says so); nothing ran.
 STATUSES = ("ok", "failed", "timeout", "unsupported")
@@ -236,32 +237,29 @@ class ResultsFolder:
         writer = csv.DictWriter(text, fieldnames=COLUMNS, extrasaction="ignore")
         writer.writeheader()
         writer.writerows(rows)
-        write_atomic(self.runs_csv, text.getvalue())
+        write_text_inside(self.path, self.runs_csv.name, text.getvalue())
 
     def replace(self, rows: list[RunRow]) -> None:
         """runs.csv made of ``rows`` (re-derived), atomically."""
         self.rewrite([{c: _cell(getattr(row, c)) for c in COLUMNS} for row in rows])
 
     def run_dir(self, scenario: str, tool: str, repeat: int = 1) -> Path:
-        path = self.path / scenario / tool / ("" if repeat == 1 else f"repeat-{repeat}")
-        path.mkdir(parents=True, exist_ok=True)
-        return path
+        """The run's folder, made where missing; a symbolic link on the way is refused (harness/store/safe.py)."""
+        return make_dir_inside(self.path, Path(scenario, tool, "" if repeat == 1 else f"repeat-{repeat}"))
 
     def fresh_run_dir(self, scenario: str, tool: str, repeat: int = 1) -> Path:
         """The run's folder, emptied of an earlier attempt's files (a failed run redone on resume, or
         --force): a tool appending to its log must not find the old one there. Repeat 1's folder keeps
-        the other repetitions' folders, which live inside it."""
-        path = self.run_dir(scenario, tool, repeat)
-        for entry in path.iterdir():
-            if repeat == 1 and entry.is_dir() and entry.name.startswith("repeat-"):
-                continue
-            shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
-        return path
+        the other repetitions' folders, which live inside it. A link on the way is refused, and a link
+        inside is removed, never followed."""
+        return empty_dir_inside(self.path, Path(scenario, tool, "" if repeat == 1 else f"repeat-{repeat}"),
+                                keep=lambda name: repeat == 1 and name.startswith("repeat-"))
 
     def append(self, row: RunRow) -> None:
         """Append one row and fsync, so a crash never loses or corrupts rows already written."""
         new = not self.runs_csv.exists()
-        with self.runs_csv.open("a", newline="") as handle:
+        fd = os.open(self.runs_csv, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        with open(fd, "a", newline="") as handle:
             writer = csv.writer(handle)
             if new:
                 writer.writerow(COLUMNS)
@@ -280,7 +278,7 @@ class ResultsFolder:
             return [r for r in csv.DictReader(handle) if None not in r.values() and r.get("status") in STATUSES]
 
     def write_json(self, name: str, data: dict | list) -> None:
-        write_atomic(self.path / name, json.dumps(data, indent=2, default=str) + "\n")
+        write_text_inside(self.path, name, json.dumps(data, indent=2, default=str) + "\n")
 
 
 def read_environment(folder: Path) -> dict:

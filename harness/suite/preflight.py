@@ -14,6 +14,7 @@ from harness import targets
 from harness.errors import HarnessError
 from harness.runtimes.ssh import parse_ssh_url
 from harness.store.results import ResultsFolder, read_environment
+from harness.store.safe import links_on_the_way
 from harness.targets import Setup
 from harness.tools import capabilities
 
@@ -70,6 +71,19 @@ def check_resume(plan: "Plan") -> None:
     ResultsFolder.open(plan.resume, plan.runtime)
     if problem := _other_target(plan):
         raise HarnessError(problem)
+    if problem := _links(plan):
+        raise HarnessError(problem)
+
+
+def _links(plan: "Plan") -> str | None:
+    """A link where the suite writes (a run's folder, runs.csv): a shared folder's planted link would make
+    it empty or write what the link points at (harness/store/safe.py follows none, mid-suite)."""
+    written = [plan.resume / name for name in ("runs.csv", "environment.json", "capacity.json")]
+    written += [plan.resume / s.id / t.name / ("" if r == 1 else f"repeat-{r}") for s, t, r in plan.runs]
+    if problem := links_on_the_way(plan.resume, written):
+        return (f"cannot resume {plan.resume}: {problem}; the harness writes only inside a results folder and "
+                f"follows no link in it: remove the link, or start a new results folder (leave out --resume)")
+    return None
 
 
 def _other_target(plan: "Plan") -> str | None:

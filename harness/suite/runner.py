@@ -26,7 +26,7 @@ from harness.flows import FLOWS
 from harness.network.capture import MISSING, Capture, tcpdump_missing
 from harness.network.shaping import (ShaperChoice, choose_shaper, loaded_probe, measured_rtt, netem_available,
                                      proxy_pids, shaped)
-from harness.row import merge, rtt_ok
+from harness.row import derive_stored, merge, rtt_ok
 from harness.runtimes import Runtime, Session, make_runtime
 from harness.scenarios import Scenario
 from harness.store.record import Execution, PartRecord, RunRecord, split_fields
@@ -36,7 +36,6 @@ from harness.suite import preflight, stall
 from harness.suite.execution import execute, execute_together, split_evenly
 from harness.suite.lock import acquire, folder_lock, record_folder
 from harness.suite.plan import Plan
-from harness.suite.rederive import derive_stored
 from harness.targets import Setup
 from harness.targets.file_server import Target, ensure_allowed
 from harness.tools import capabilities, openmodel
