@@ -13,7 +13,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.network.wire import client_payloads
+from harness.network.wire import client_payloads, parsed
 
 H2C_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 TLS_HANDSHAKE, CLIENT_HELLO, ALPN_EXTENSION = 0x16, 0x01, 16
@@ -51,8 +51,13 @@ class Openers:
 
 
 def read(pcap: Path, server_port: int) -> Openers:
+    """How the connections in ``pcap`` opened; whatever its bytes, a CaptureError (a ValueError) or the counts."""
+    return parsed(pcap, lambda data: _counted(data, server_port))
+
+
+def _counted(data: bytes, server_port: int) -> Openers:
     openers = Openers()
-    for payload in client_payloads(pcap.read_bytes(), server_port):
+    for payload in client_payloads(data, server_port):
         if payload.startswith(H2C_PREFACE[:4]):
             openers.h2c_prefaces += payload.startswith(H2C_PREFACE)
         elif payload[:1] == bytes([TLS_HANDSHAKE]):

@@ -26,7 +26,7 @@ import mmap
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator, TypeVar
 
 import numpy as np
 
@@ -35,6 +35,7 @@ LINKTYPE_ETHERNET, LINKTYPE_LINUX_SLL = 1, 113
 ETHERTYPE_IPV4, PROTO_TCP = 0x0800, 6
 TCP_FIN, TCP_SYN, TCP_RST, TCP_ACK = 0x01, 0x02, 0x04, 0x10
 SYN_ACK, CLOSING = TCP_SYN | TCP_ACK, TCP_FIN | TCP_RST
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,16 @@ class WireSummary:
 
     def percentile(self, q: float) -> float | None:
         return float(np.percentile(self.latencies_ms, q)) if len(self.latencies_ms) else None
+
+    def out_of_order(self) -> str | None:
+        """What no capture in time order gives (None: nothing): a span, latency or handshake below 0."""
+        if self.first_ns is not None and self.last_ns is not None and self.last_ns < self.first_ns:
+            return "its last packet is stamped before its first"
+        for name, values in (("responses end before their request", self.latencies_ms),
+                             ("handshakes end before their SYN", self.handshakes_ms)):
+            if (values < 0).any():
+                return f"{int((values < 0).sum())} {name}"
+        return None
 
     def until_stop_ms(self) -> np.ndarray:
         """The latencies of the responses that ended by the last request (none was in flight at the stop)."""
@@ -241,23 +252,42 @@ class _SendTimes(_Pairer):
 def request_send_times(path: Path, server_port: int) -> np.ndarray:
     """The first packet's timestamp (ns, sorted) of every request in ``path``, answered or not: as many
     as summarise's pairs + unanswered. Packet by packet (segments), so slower than summarise."""
-    if path.stat().st_size < 24:
-        raise ValueError(f"{path.name} is empty: the capture wrote no pcap header")
-    times = _SendTimes()
-    with path.open("rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+    def sent(data: mmap.mmap) -> np.ndarray:
+        times = _SendTimes()
         for seg in segments(data, server_port):
             if seg is not None:
                 times.feed(seg)
-    times.finish()
-    return np.sort(np.array(times.sent, dtype=np.int64))
+        times.finish()
+        return np.sort(np.array(times.sent, dtype=np.int64))
+    return parsed(path, sent)
 
 
 def summarise(path: Path, server_port: int) -> WireSummary:
     """Pair every request with its response in ``path``; latencies in ms."""
+    summary = parsed(path, lambda data: _summarise_fixed(data, server_port) or _summarise_packets(data, server_port))
+    if problem := summary.out_of_order():
+        raise CaptureError(f"{path.name} cannot be parsed ({problem}): its timestamps are out of order, a "
+                           f"corrupted capture")
+    return summary
+
+
+class CaptureError(ValueError):
+    """A capture file this reader cannot parse (not a pcap, cut short, corrupted), in one line."""
+
+
+def parsed(path: Path, parse: Callable[[mmap.mmap], T]) -> T:
+    """``parse`` of the pcap ``path``, mapped in memory; whatever its bytes, a result or a CaptureError. The
+    error is raised once the map is closed: raised inside, its traceback would hold numpy views of the map,
+    and closing the map would fail with a BufferError in its place."""
     if path.stat().st_size < 24:
-        raise ValueError(f"{path.name} is empty: the capture wrote no pcap header")
+        raise CaptureError(f"{path.name} is empty: the capture wrote no pcap header")
     with path.open("rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
-        return _summarise_fixed(data, server_port) or _summarise_packets(data, server_port)
+        try:
+            return parse(data)
+        except Exception as exc:  # noqa: BLE001 - any bytes: a result or this reader's one error
+            problem = str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"
+    raise CaptureError(problem if problem.startswith(("not a", "unsupported")) else
+                       f"{path.name} cannot be parsed ({problem}): a corrupted or foreign capture")
 
 
 def _summarise_packets(data: bytes | mmap.mmap, server_port: int) -> WireSummary:
@@ -347,6 +377,8 @@ def _summarise_fixed(data: bytes | mmap.mmap, server_port: int) -> WireSummary |
     handshakes = _handshakes(connection, ts, opening, ~inbound & (flags & SYN_ACK == SYN_ACK))
     closed_at = _client_closes(connection, ts, inbound & (flags & CLOSING > 0))
     conn, ts, inbound = connection[payload], ts[payload], inbound[payload]
+    if not len(ts):                                                # no payload: connections and handshakes only
+        return WireSummary(0, int(starts.sum()), 0, 0, len(client), 0, first, last, np.array([]), handshakes)
     # Runs of payload packets in one direction on one connection: requests and responses.
     run_start = np.r_[True, (conn[1:] != conn[:-1]) | (inbound[1:] != inbound[:-1])]
     first_at = np.flatnonzero(run_start)

@@ -187,6 +187,11 @@ def _check_facts(record: RunRecord) -> None:
             _checked(_COUNTS, value, f"{name}.")
     if record.server_api is not None and (missing := [k for k in API_COUNTS if k not in record.server_api]):
         raise ValueError(f"server_api: {missing[0]} is missing (the API's counts: {', '.join(API_COUNTS)})")
+    paced = (record.capture or {}).get("paced")
+    if paced is not None and not (isinstance(paced, dict) and type(paced.get("rate_rps")) is int
+                                  and isinstance(paced.get("schedule"), str)):
+        raise ValueError("capture.paced: the rate and schedule a paced run asked for are needed "
+                         "({\"rate_rps\": int, \"schedule\": str})")
     port = (record.capture or {}).get("port")
     if port is not None and (isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536):
         raise ValueError(f"capture.port: a TCP port number is needed (got {repr(port)[:60]})")

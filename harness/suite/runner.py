@@ -125,8 +125,17 @@ def run_one(runtime: Runtime, adapter: ToolAdapter, scenario: Scenario, folder: 
         record.error = str(exc)
     except Exception as exc:  # noqa: BLE001 - a bug or crash in one run must not sink the suite
         record.error, record.traceback = f"harness error: {type(exc).__name__}: {exc}", traceback.format_exc()
-    record.capture = capture.summary()
+    record.capture = _capture_summary(capture)
     return _derive(record, adapter, run_dir, folder)
+
+
+def _capture_summary(capture: Capture) -> dict | None:
+    """The capture's summary for the record; a failure reading it (a corrupted pcap, a bug) is the row's note,
+    never the suite's end."""
+    try:
+        return capture.summary()
+    except Exception as exc:  # noqa: BLE001 - the run's figures stand without the wire's
+        return {"error": f"harness error: {type(exc).__name__}: {exc}"}
 
 
 def _execute(record: RunRecord, sessions: list[Session], adapter: ToolAdapter, scenario: Scenario, run_dir: Path,
