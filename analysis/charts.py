@@ -23,7 +23,7 @@ import pandas as pd  # noqa: E402
 
 from analysis.change import compare  # noqa: E402
 from analysis.load import closed_model, scenario_order  # noqa: E402
-from analysis.memory import Slope, slopes  # noqa: E402
+from analysis.memory import Slope, per_vu_slopes  # noqa: E402
 from analysis.uncertainty import NOT_MEASURABLE as FLAGGED, estimate  # noqa: E402
 from harness.cpus import parse_cpus  # noqa: E402
 from harness.row.bottleneck import SATURATED, side  # noqa: E402
@@ -84,7 +84,8 @@ def by_scenario(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
     return dict(tuple(frame.groupby("scenario", sort=False)))
 
 
-def _facets(df: pd.DataFrame, title: str) -> tuple[plt.Figure, list[tuple[str, plt.Axes]]]:
+def _facets(df: pd.DataFrame, title: str, held: str | None = None) -> tuple[plt.Figure, list[tuple[str, plt.Axes]]]:
+    """``held``: what the figures stand on, for the title (default: runs_held of ``df``)."""
     scenarios = scenario_order(df)
     cols = min(3, len(scenarios)) or 1
     rows = math.ceil(len(scenarios) / cols) or 1
@@ -95,8 +96,21 @@ def _facets(df: pd.DataFrame, title: str) -> tuple[plt.Figure, list[tuple[str, p
                              sharey=True)
     for ax in axes.flat[len(scenarios):]:
         ax.set_visible(False)
-    _title(fig, title)
+    _title(fig, f"{title}; {held or runs_held(df)}")
     return fig, list(zip(scenarios, axes.flat))
+
+
+def runs_held(df: pd.DataFrame) -> str:
+    """What a chart's figures stand on, for its title: the ok runs per tool and scenario, and whether that
+    gives whiskers (three runs or more: a 95% interval; fewer: none)."""
+    ok = df[df["status"] == OK]
+    if ok.empty:
+        return "no ok run"
+    per_cell = ok.groupby(["scenario", "label"]).size()
+    low, high = int(per_cell.min()), int(per_cell.max())
+    count = f"{low}" if low == high else f"{low}-{high}"
+    whiskers = "no whiskers" if high < 3 else "whiskers where 3 or more"
+    return f"{len(ok)} ok runs, {count} per tool and scenario ({whiskers})"
 
 
 def _title(fig: plt.Figure, title: str) -> None:
@@ -377,7 +391,8 @@ def docker_vs_host(df: pd.DataFrame) -> plt.Figure | None:
         return None
     scenarios = df[["scenario", "vus", "rtt_target_ms"]].drop_duplicates("scenario")
     data = ratios.merge(scenarios, on="scenario").assign(label=lambda d: d["tool"])
-    fig, facets = _facets(data, "Container vs bare metal: Docker / host ratio of medians, 95% interval whiskers (1 = no difference)")
+    fig, facets = _facets(data, "Container vs bare metal: Docker / host ratio of medians, 95% interval whiskers (1 = no "
+                                "difference)", runs_held(df))
     statuses = {scenario: _runtime_status(df[df["scenario"] == scenario]) for scenario in data["scenario"].unique()}
     labels = sorted(set(data["label"]).union(*(s.index for s in statuses.values())))
     for scenario, ax in facets:
@@ -469,13 +484,18 @@ def bottleneck(df: pd.DataFrame) -> plt.Figure:
 req_per_cpu = _simple("req_per_cpu_s", "Efficiency: requests per CPU-second of the tool (requests / tool CPU-seconds "
                       "in the load window)", "requests per CPU-second")
 def mem_per_vu(df: pd.DataFrame) -> plt.Figure:
-    """One bar per tool: the slope of its average RSS over the VU levels of its ok closed-model runs
-    (analysis/memory.py), 95% whiskers from three runs; where there is no slope, why."""
-    found = slopes(closed_model(df[df["status"] == OK]))
+    """One bar per tool: the slope of its average RSS over three VU levels or more at one RTT (analysis/memory.py),
+    95% whiskers from three runs or more; where there is no slope, why."""
+    found = per_vu_slopes(closed_model(df[df["status"] == OK]))
     labels = sorted(df["label"].unique())
     fig, ax = plt.subplots(figsize=(8, 0.3 * len(labels) + 1.6))
-    _title(fig, "Memory per VU: the least-squares slope of average RSS over the VU levels each tool ran ok "
-                "(closed model), KiB per VU; whiskers: 95% interval from 3 runs")
+    fitted = [s for s in found.values() if s.kib_per_vu is not None]
+    held = (f"{sum(s.runs for s in fitted)} ok runs at "
+            f"{'/'.join(sorted({f'{s.rtt_ms:g}' for s in fitted}))} ms over "
+            f"{'; '.join(sorted({'/'.join(map(str, s.levels)) for s in fitted}))} VUs" if fitted
+            else "no tool ran three VU levels at one RTT")
+    _title(fig, "Memory per VU: the least-squares slope of average RSS over three VU levels or more at one RTT "
+                f"(closed model), KiB per VU, whiskers: its 95% interval; {held}")
     none = Slope(None, why_none="no ok closed-model run")
     each = [found.get(label, none) for label in labels]
     stats = pd.DataFrame({"label": labels,

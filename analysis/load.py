@@ -21,7 +21,7 @@ from typing import get_args, get_type_hints
 import numpy as np
 import pandas as pd
 
-from harness.row.bottleneck import LEGACY_SIDES
+from harness.row.bottleneck import CONTENDED, LEGACY_SIDES
 from harness.store.figures import LATENCY_FIELDS, emptied_columns
 from harness.store.results import RunRow
 
@@ -72,6 +72,10 @@ def load_results(*folders: str | Path) -> pd.DataFrame:
         # Folders written before --capture existed hold lat_p50 - probe RTT there (could go negative).
         df["lat_added_ms"] = df["lat_added_ms"].where(df.get("wire_p50_ms", pd.Series(dtype=float)).notna())
     df["label"] = _labels(df) if len(df) else []
+    # a run during which other processes took the sides' CPUs (harness/row/bottleneck.py's note): its figures
+    # are marked wherever they are shown
+    notes = df["notes"] if "notes" in df else pd.Series("", index=df.index)
+    df["contended"] = notes.fillna("").astype(str).str.contains(CONTENDED, regex=False)
     return mask_below_resolution(df) if "timing_resolution_ms" in df else df
 
 

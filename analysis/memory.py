@@ -6,7 +6,9 @@ Why a slope, not a ratio against a 1-VU run: a tool's RSS is a footprint plus wh
 and the footprint (a JVM's heap, Node's runtime) dwarfs the per-VU part at 20 VUs. A ratio at one
 level divides noise by the VUs (the same Node tool gave 36, 146 and 502 KiB/VU at 20 VUs in three
 runs); a slope over levels 50 to 1,000 cancels the footprint, and its intercept is that footprint.
-The shootout's 50-1,000 VUs at 50 ms give five levels; the quick run two (no interval).
+The shootout's 50-1,000 VUs at 50 ms give five levels. A slope is fitted only over runs at one RTT and at
+least three VU levels (MIN_LEVELS): across RTTs, throughput would be read as "per VU" (the quick run's 20 VUs at
+0.1 ms serve 30 times the requests of its 100 VUs at 50 ms, and half the tools came out negative).
 """
 from __future__ import annotations
 
@@ -24,6 +26,9 @@ MIB_TO_KIB = 1024.0
 # window (mem_growth_mb_per_s x measured_s), rising in two thirds of its runs at least: then part of what the slope
 # calls per VU is per request served (the study: some tools grow until the end, computing their results).
 GROWS_SHARE = 0.10
+MIN_LEVELS = 3
+NOT_MEASURED = ("not measured by this suite: needs three VU levels at one RTT "
+                "(`make bench-all`: 50 to 1,000 VUs at 50 ms)")
 
 
 @dataclass(frozen=True)
@@ -37,6 +42,7 @@ class Slope:
     why_none: str = ""
     grows_mb_per_s: float | None = None   # the median run's RSS growth over its load window, when it grows (GROWS_SHARE)
     grows_share: float | None = None      # that growth over the window / the run's average RSS
+    rtt_ms: float | None = None           # the one RTT the runs were taken at
 
     @property
     def spans_zero(self) -> bool:
@@ -49,10 +55,22 @@ class Slope:
         if self.kib_per_vu is None:
             return self.why_none + grows
         levels = "/".join(str(v) for v in self.levels)
+        at = "" if self.rtt_ms is None else f" at {self.rtt_ms:g} ms"
         interval = (f" [{self.low:,.0f}, {self.high:,.0f}]" if self.low is not None
                     else " (two runs: no interval)")
-        flat = "; no growth per VU measurable" if self.spans_zero else ""
-        return f"{self.kib_per_vu:,.0f}{interval} KiB/VU over {levels} VUs{flat}{grows}"
+        figure = f"{self.kib_per_vu:,.0f}{interval} KiB/VU over {levels} VUs{at}"
+        if self.spans_zero:
+            return f"no growth per VU measurable ({figure}){grows}"
+        return figure + grows
+
+    @property
+    def short(self) -> str:
+        """The scorecard's cell: the figure alone."""
+        if self.kib_per_vu is None:
+            return "not measured"
+        if self.spans_zero:
+            return "no growth"
+        return f"{self.kib_per_vu:,.0f}" + (f" [{self.low:,.0f}, {self.high:,.0f}]" if self.low is not None else "")
 
 
 def t_95(df: int) -> float:
@@ -100,4 +118,31 @@ def slopes(runs: pd.DataFrame) -> dict[str, Slope]:
         grows, share = within_run_growth(measured)
         found[label] = replace(fit(list(measured["vus"]), list(measured["mem_avg_mb"])),
                                grows_mb_per_s=grows, grows_share=share)
+    return found
+
+
+def one_rtt_runs(runs: pd.DataFrame) -> tuple[float, pd.DataFrame] | None:
+    """The RTT at which these runs hold the most VU levels (MIN_LEVELS at least; ties: the highest RTT, as the
+    shootout's 50 ms), and the runs there; None when no RTT has enough levels."""
+    measured = runs[runs["mem_avg_mb"].notna()]
+    levels = measured.groupby("rtt_target_ms")["vus"].nunique()
+    levels = levels[levels >= MIN_LEVELS]
+    if levels.empty:
+        return None
+    rtt = max(levels.index, key=lambda r: (levels[r], r))
+    return float(rtt), measured[measured["rtt_target_ms"] == rtt]
+
+
+def per_vu_slopes(closed_ok: pd.DataFrame) -> dict[str, Slope]:
+    """Per label: its slope at one RTT over three VU levels or more (one_rtt_runs), else no slope, NOT_MEASURED.
+    ``closed_ok``: the caller's ok closed-model runs."""
+    found = {}
+    for label, group in closed_ok.groupby("label"):
+        chosen = one_rtt_runs(group)
+        if chosen is None:
+            found[label] = Slope(None, levels=tuple(sorted({int(v) for v in group["vus"].dropna()})),
+                                 runs=len(group), why_none=NOT_MEASURED)
+            continue
+        rtt, at = chosen
+        found[label] = replace(slopes(at.assign(label=label))[label], rtt_ms=rtt)
     return found

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import re
 import sys
 from contextlib import ExitStack
 from datetime import datetime, timezone
@@ -24,7 +25,7 @@ from harness import REPO_ROOT
 from analysis.charts import CHARTS, OK, run_status, runtime_ratios, spread, with_limits
 from analysis.load import NUMERIC, environment, load_results, scenario_order
 from analysis.numbers import number
-from analysis import capacity, flows, protocols, scorecard, targets
+from analysis import capacity, claims, flows, headline, protocols, scorecard, targets
 from analysis.figures import save
 from analysis.uncertainty import CV_LIMIT, NOT_MEASURABLE as FLAGGED, Estimate, rank
 from analysis.stall import EXPLANATION as STALL_EXPLANATION, stall_table, write_stall_chart
@@ -178,6 +179,9 @@ def build(folders: list[Path], out: Path, svg: bool = False) -> Path:
     card = scorecard.build(df)
     scorecard.write_csv(card, out / "scorecard.csv")
     absent = scorecard.absent_columns(card)
+    environments = [environment(f) for f in folders]
+    first_screen = _first_screen(df, card, environments, out)
+    checked = claims.check(df) if len(df) else []
     # Every value is text (a tool's stderr, a note, environment.json): escaped. select_autoescape() would
     # not escape here, the template's name ending in .j2; the page's own markup is all in the template.
     page = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=True).get_template("report.html.j2")
@@ -189,15 +193,56 @@ def build(folders: list[Path], out: Path, svg: bool = False) -> Path:
         charts=charts, missing=missing, svg=svg, summary=summary_table(df), runs=len(df),
         failed=failed_runs(everything), failed_counts=status_counts(everything), runs_cell=runs_cell,
         ratios=ratios.to_dict("records"), ratio_text=_ratio, interval_text=_interval, headers=HEADERS,
-        scorecard=card, scorecard_headers={c: h for c, h in scorecard.HEADERS.items() if c not in absent},
-        scorecard_absent=absent, scorecard_columns=scorecard.COLUMNS,
+        scorecard=scorecard.ranked(card), scorecard_absent=absent, scorecard_columns=scorecard.COLUMNS,
+        measured={c: scorecard.HEADERS[c] for c in scorecard.MEASURED if c not in absent},
+        declared={c: scorecard.HEADERS[c] for c in scorecard.DECLARED},
+        tones={c: scorecard.tones(card, c) for c in scorecard.MEASURED}, tone=_tone,
+        claims=checked, claim_counts=_claim_counts(checked), **first_screen,
         cv_limit=f"{CV_LIMIT:.0%}",
         capacity=capacity_section, targets=targets.section(df), protocols=protocols.section(df),
         flows=flows.table(df),
         stall=stall_table(df), stall_explanation=STALL_EXPLANATION, stall_chart=write_stall_chart(df, out, svg),
     )
-    (out / "index.html").write_text(html)
+    (out / "index.html").write_text(with_contents(html))
     return out / "index.html"
+
+
+def _first_screen(df: pd.DataFrame, card: list[dict], environments: list[dict], out: Path) -> dict:
+    """The banner, the headline picture (headline.png) and the verdict beside it."""
+    found = {"banner": headline.banner(df, environments) if len(df) else {}, "headline": None, "verdict": []}
+    chosen = headline.axes(card)
+    if chosen is None:
+        found["no_headline"] = ("no headline picture: it needs an ok closed-model run with the tool's CPU and a p50 in "
+                                "a shaped scenario (an RTT of 1 ms or more), e.g. make bench-quick")
+        return found
+    points = headline.points(card, chosen)
+    held = (f"{len(points)} tools; x from {chosen.x_scenario}, y from {chosen.y_scenario}; "
+            f"{found['banner'].get('repeats', '1')} repeat(s): "
+            + ("whiskers: 95% intervals" if int(found["banner"].get("repeats", "1")) >= 3 else "no whiskers"))
+    headline.draw(points, chosen, held, out)
+    left_out = headline.left_out(card, points, chosen)
+    found.update(headline="headline.png", verdict=headline.verdict(points, chosen) + ([left_out] if left_out else []),
+                 headline_held=held)
+    return found
+
+
+def _claim_counts(checked: list) -> dict[str, int]:
+    counts = {v: sum(c.verdict == v for c in checked) for v in (claims.HOLDS, claims.DIFFERS, claims.NOT_MEASURED)}
+    return {v: n for v, n in counts.items() if n}
+
+
+def _tone(score: float | None) -> str:
+    """A cell's background by its standing in its column: green best, red worst."""
+    return "" if score is None else f"background: hsl({int(score * 120)}, 65%, 86%)"
+
+
+SECTION = re.compile(r'<h2 id="([^"]+)">(.*?)</h2>', re.S)
+
+
+def with_contents(page: str) -> str:
+    """The table of contents: a link to every section (each <h2 id>), at the page's <!-- contents --> mark."""
+    links = [f'<li><a href="#{sid}">{title}</a></li>' for sid, title in SECTION.findall(page)]
+    return page.replace("<!-- contents -->", '<ol class="contents">' + "".join(links) + "</ol>", 1)
 
 
 def main(argv: list[str] | None = None) -> int:

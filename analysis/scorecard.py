@@ -23,6 +23,7 @@ from analysis.stall import stall_rows, verdict as stall_verdict
 from analysis.uncertainty import CV_LIMIT, Estimate, estimate, rank
 
 NO_REPEATS = "one run: no spread (REPEAT=3 or more)"
+ALL_LEVELS_OK = "ok at every VU level tried"
 STABLE_CV = 0.10          # at or below: "stable"; up to CV_LIMIT: "varies"; above: "unstable" (not measurable here)
 
 
@@ -32,19 +33,32 @@ class Cell:
     value: float | None = None         # what the column sorts by (None: sorts last)
     source: str = ""                   # the runs it came from, or why it is empty
     facts: dict = field(default_factory=dict)   # what the sentence is built from
+    short: str = ""                    # the compact table's text (empty: ``text``)
+    contended: bool = False            # a run it came from was contended (other processes took CPU)
+
+    @property
+    def compact(self) -> str:
+        shown = self.short or self.text
+        return shown + (" †" if self.contended and self.value is not None else "")
 
 
 COLUMNS: dict[str, str] = {
     "req_per_cpu_s": "requests per CPU-second of the tool, median and 95% interval over the runs, in the "
                      "closed-model scenario with the lowest RTT and most VUs (where every tool is pushed); rank 1 + "
                      "the tools wholly above it, \"=\" where intervals overlap",
-    "max_vus_ok": "the highest VU level up to which every closed-model run was ok, and what happened above it",
+    "added_ms": "the latency the tool adds to the network's: its p50 (its mean where it reports no p50) minus the "
+                "RTT measured before the run, ms, "
+                "median over the runs, in the shaped closed-model scenario with the highest RTT and fewest VUs (where "
+                "no tool is pushed: the study's test of a tool's own delay, e.g. Locust +130 ms at 100 VUs)",
+    "max_vus_ok": "where a tool failed below the highest VU level tried: the highest level up to which every "
+                  "closed-model run was ok, and what happened above it",
     "p50_error_ms": "the tool's p50 minus the wire's p50 (--capture), ms: the largest of its scenarios' medians",
     "p99_error_ms": "the tool's p99 minus the wire's p99 (--capture), ms: the largest of its scenarios' medians",
     "stall": "the stall test (scenarios/open-model.yaml): what the tool saw of a 1 s freeze of Nginx, per "
              "connection budget (the scenario's VUs caps connections/users; open-model tools also run with 2,000)",
-    "mem_per_vu_kb": "memory per VU: the least-squares slope of the tool's average RSS over the VU levels of its "
-                     "ok closed-model runs, KiB per VU, with its 95% interval from three runs (analysis/memory.py)",
+    "mem_per_vu_kb": "memory per VU: the least-squares slope of the tool's average RSS over three VU levels or more "
+                     "at one RTT (its ok closed-model runs), KiB per VU, with its 95% interval from three runs "
+                     "(analysis/memory.py); an interval holding 0: no growth per VU measurable",
     "rps_cv": "stability: the coefficient of variation of RPS over the runs, worst scenario (> "
               f"{CV_LIMIT:.0%}: not measurable here)",
     "open_model": "whether the tool can send at a fixed arrival rate here (yes), cannot (no), or can but the harness "
@@ -64,11 +78,18 @@ COLUMNS: dict[str, str] = {
                   "declaration, the API's counts judging every run), and its requests per CPU-second running it "
                   "against its plain GET of the file at the same VUs and RTT, where scenarios/flows.yaml ran",
 }
-HEADERS = {"req_per_cpu_s": "req / CPU-s", "max_vus_ok": "ok up to VUs", "p50_error_ms": "p50 − wire ms",
+HEADERS = {"req_per_cpu_s": "req / CPU-s", "added_ms": "p50 − RTT ms", "max_vus_ok": "ok up to VUs", "p50_error_ms": "p50 − wire ms",
            "p99_error_ms": "p99 − wire ms", "stall": "stall test", "mem_per_vu_kb": "KiB / VU",
            "rps_cv": "RPS CV", "open_model": "open model", "keepalive_off": "keep-alive off", "tls": "TLS",
            "h2": "h2", "h2c": "h2c", "h3": "h3", "login_flow": "login flow"}
 FEATURES = ("keepalive_off", "tls", "h2", "h2c", "h3")
+# What this run measured, first in the compact table; what the adapters declare, in a matrix of its own.
+MEASURED = ("req_per_cpu_s", "added_ms", "p50_error_ms", "p99_error_ms", "max_vus_ok", "mem_per_vu_kb", "rps_cv",
+            "stall")
+DECLARED = ("open_model", *FEATURES, "login_flow")
+# Which way is better, for the compact table's colours: "high", "low" (values are sizes: |error| and the like).
+BETTER = {"req_per_cpu_s": "high", "added_ms": "low", "p50_error_ms": "low", "p99_error_ms": "low",
+          "max_vus_ok": "high", "mem_per_vu_kb": "low", "rps_cv": "low", "stall": "high"}
 
 
 def _runs_source(runs: pd.DataFrame) -> str:
@@ -76,6 +97,10 @@ def _runs_source(runs: pd.DataFrame) -> str:
     dirs = sorted({f"{folder}/{run_dir}" for folder, run_dir in zip(runs["folder"], runs["run_dir"])
                    if isinstance(run_dir, str)})
     return "; ".join(dirs) + (f" ({len(runs)} runs)" if len(runs) > 1 else "")
+
+
+def _contended(runs: pd.DataFrame) -> bool:
+    return bool("contended" in runs and runs["contended"].fillna(False).astype(bool).any())
 
 
 def reference_scenario(df: pd.DataFrame) -> str | None:
@@ -101,15 +126,18 @@ def throughput_cells(df: pd.DataFrame) -> dict[str, Cell]:
             cells[label] = Cell(why, None, _runs_source(group))
             continue
         source = f"{scenario}: {_runs_source(group)}"
-        facts = {"median": found.median, "n": found.n, "scenario": scenario, "rank": None, "tied": []}
+        facts = {"median": found.median, "n": found.n, "scenario": scenario, "rank": None, "tied": [],
+                 "low": found.low, "high": found.high}
+        contended = _contended(group)
         if found.low is None:
             cells[label] = Cell(f"{number(found.median)} ({found.n} run{'s' if found.n > 1 else ''}: not ranked)",
-                                found.median, source, facts)
+                                found.median, source, facts, number(found.median), contended)
             continue
         position, tied = ranks[label]
         shared = "=" if any(ranks[t][0] == position for t in tied) else ""
         cells[label] = Cell(f"{number(found.median)} ({number(found.low)}–{number(found.high)}) rank {shared}{position}",
-                            found.median, source, {**facts, "rank": position, "tied": tied})
+                            found.median, source, {**facts, "rank": position, "tied": tied},
+                            f"{number(found.median)} ({number(found.low)}–{number(found.high)})", contended)
     return cells
 
 
@@ -131,10 +159,14 @@ def max_vus_cells(df: pd.DataFrame) -> dict[str, Cell]:
             cells[label] = Cell(f"none: {status} at {vus:.0f} VUs ({n_bad}/{n} runs): {error[:80]}", 0, source,
                                 {"highest": None, "broke": broke})
             continue
-        above = (f"; {broke[3]} at {broke[0]:.0f} VUs ({broke[1]}/{broke[2]} runs): {broke[4][:80]}" if broke
-                 else " (the highest tried)")
-        source = _runs_source(runs[runs["vus"] == highest]) + (f"; above: {broke[5]}" if broke else "")
-        cells[label] = Cell(f"{highest:.0f}{above}", float(highest), source, {"highest": highest, "broke": broke})
+        if broke is None:       # nothing failed: the figure would only repeat the highest level tried
+            cells[label] = Cell(f"{ALL_LEVELS_OK} (up to {highest:.0f})", None, _runs_source(runs[runs["vus"] == highest]),
+                                {"highest": highest, "broke": None}, "—")
+            continue
+        above = f"; {broke[3]} at {broke[0]:.0f} VUs ({broke[1]}/{broke[2]} runs): {broke[4][:80]}"
+        source = _runs_source(runs[runs["vus"] == highest]) + f"; above: {broke[5]}"
+        cells[label] = Cell(f"{highest:.0f}{above}", float(highest), source, {"highest": highest, "broke": broke},
+                            f"{highest:.0f} ({broke[3]} at {broke[0]:.0f})")
     return cells
 
 
@@ -148,9 +180,9 @@ def wire_error_cells(df: pd.DataFrame, metric: str) -> dict[str, Cell]:
         medians = runs.groupby("scenario")[metric].median()
         worst = medians.abs().idxmax()
         value = float(medians[worst])
-        cells[label] = Cell(f"{value:+.3g} ({worst})", abs(value),
-                            f"{worst}: {_runs_source(runs[runs['scenario'] == worst])}",
-                            {"error_ms": value, "scenario": worst})
+        mine = runs[runs["scenario"] == worst]
+        cells[label] = Cell(f"{value:+.3g} ({worst})", abs(value), f"{worst}: {_runs_source(mine)}",
+                            {"error_ms": value, "scenario": worst}, f"{value:+.3g}", _contended(mine))
     return cells
 
 
@@ -175,9 +207,50 @@ def stall_cells(df: pd.DataFrame) -> dict[str, Cell]:
 def mem_cells(df: pd.DataFrame) -> dict[str, Cell]:
     cells = {}
     closed = closed_model(df[df["status"] == OK])
-    for label, slope in memory.slopes(closed).items():
-        facts = {} if slope.kib_per_vu is None else {"kib": slope.kib_per_vu, "spans_zero": slope.spans_zero}
-        cells[label] = Cell(slope.describe(), slope.kib_per_vu, _runs_source(closed[closed["label"] == label]), facts)
+    for label, slope in memory.per_vu_slopes(closed).items():
+        mine = closed[closed["label"] == label]
+        if slope.rtt_ms is not None:
+            mine = mine[mine["rtt_target_ms"] == slope.rtt_ms]
+        if slope.kib_per_vu is None:
+            cells[label] = Cell(slope.describe(), None, "", short=slope.short)
+            continue
+        facts = {"kib": slope.kib_per_vu, "spans_zero": slope.spans_zero}
+        cells[label] = Cell(slope.describe(), None if slope.spans_zero else slope.kib_per_vu, _runs_source(mine), facts,
+                            slope.short, _contended(mine))
+    return cells
+
+
+def latency_scenario(df: pd.DataFrame) -> str | None:
+    """Where a tool's own delay shows: the shaped closed-model scenario with the highest RTT and fewest VUs."""
+    closed = closed_model(df[df["status"] == OK])
+    shaped = closed[closed["rtt_target_ms"] >= 1]
+    if shaped.empty:
+        return None
+    order = shaped.drop_duplicates("scenario").sort_values(["rtt_target_ms", "vus"], ascending=[False, True])
+    return order["scenario"].iloc[0]
+
+
+def added_cells(df: pd.DataFrame) -> dict[str, Cell]:
+    """p50 minus the RTT measured before the run, median over the runs of latency_scenario."""
+    scenario = latency_scenario(df)
+    if scenario is None:
+        return {}
+    runs = df[(df["scenario"] == scenario) & (df["status"] == OK)]
+    rtt = runs["rtt_measured_ms"].fillna(runs["rtt_target_ms"]) if "rtt_measured_ms" in runs else runs["rtt_target_ms"]
+    # a tool that reports no median (Siege, Tsung) is judged on its mean, as the study judged every tool
+    mean = runs["lat_mean_ms"] if "lat_mean_ms" in runs else pd.Series(float("nan"), index=runs.index)
+    added = (runs["lat_p50_ms"].fillna(mean) - rtt).rename("added")
+    cells = {}
+    for label, group in runs.assign(added=added).groupby("label"):
+        known = group["added"].dropna()
+        if known.empty:
+            continue
+        found = estimate(list(known))
+        value = float(found.median)
+        interval = f" ({found.low:+.3g}–{found.high:+.3g})" if found.low is not None else ""
+        cells[label] = Cell(f"{value:+.3g}{interval} ({scenario})", abs(value), f"{scenario}: {_runs_source(group)}",
+                            {"added_ms": value, "low": found.low, "high": found.high, "scenario": scenario},
+                            f"{value:+.3g}{interval}", _contended(group))
     return cells
 
 
@@ -191,9 +264,9 @@ def stability_cells(df: pd.DataFrame) -> dict[str, Cell]:
             continue
         worst = max(with_cv, key=lambda s: with_cv[s].cv)
         cv = with_cv[worst].cv
-        cells[label] = Cell(f"{cv:.0%} ({worst}, {with_cv[worst].n} runs)", cv,
-                            f"{worst}: {_runs_source(runs[runs['scenario'] == worst])}",
-                            {"cv": cv, "scenario": worst, "unstable": cv > CV_LIMIT})
+        mine = runs[runs["scenario"] == worst]
+        cells[label] = Cell(f"{cv:.0%} ({worst}, {with_cv[worst].n} runs)", cv, f"{worst}: {_runs_source(mine)}",
+                            {"cv": cv, "scenario": worst, "unstable": cv > CV_LIMIT}, f"{cv:.0%}", _contended(mine))
     return cells
 
 
@@ -313,13 +386,16 @@ def _missing(column: str, df: pd.DataFrame) -> str:
         return "no ok run in " + (reference_scenario(df) or "a closed-model scenario")
     if column == "rps_cv":
         return "no ok run"
+    if column == "added_ms":
+        return ("no shaped scenario in these results (an RTT of 1 ms or more)" if latency_scenario(df) is None
+                else f"no p50 in {latency_scenario(df)}")
     return "no ok closed-model run"
 
 
 def build(df: pd.DataFrame, declarations=adapter_declarations) -> list[dict]:
     """One dict per tool label: {column: Cell} plus "tool" and "sentence"."""
     highest = max_vus_cells(df)
-    columns = {"req_per_cpu_s": throughput_cells(df), "max_vus_ok": highest,
+    columns = {"req_per_cpu_s": throughput_cells(df), "added_ms": added_cells(df), "max_vus_ok": highest,
                "p50_error_ms": wire_error_cells(df, "tool_error_p50_ms"),
                "p99_error_ms": wire_error_cells(df, "tool_error_p99_ms"),
                "stall": stall_cells(df), "mem_per_vu_kb": mem_cells(df),
@@ -351,6 +427,9 @@ def sentence(label: str, row: dict) -> str:
             clauses.append(f"among the fastest per core ({per_core}; tied with {_names(speed['tied'])})")
         else:
             clauses.append(f"{per_core}, rank {speed['rank']}" + (f" (tied with {_names(speed['tied'])})" if speed["tied"] else ""))
+    added = row["added_ms"].facts
+    if added:
+        clauses.append(f"adds {added['added_ms']:+.3g} ms to the RTT at p50 ({added['scenario']})")
     top = row["max_vus_ok"].facts
     if top and top["highest"] is not None:
         clauses.append(f"ran ok up to {top['highest']:.0f} VUs" +
@@ -428,3 +507,18 @@ def write_csv(rows: list[dict], path: Path) -> Path:
             writer.writerow({"tool": row["tool"], "sentence": row["sentence"],
                              **{n: v for c in COLUMNS for n, v in ((c, row[c].text), (f"{c}_source", row[c].source))}})
     return path
+
+
+def ranked(rows: list[dict]) -> list[dict]:
+    """The compact table's order: by requests per CPU-second, fastest first; tools without it last, by name."""
+    return sorted(rows, key=lambda r: (r["req_per_cpu_s"].value is None, -(r["req_per_cpu_s"].value or 0), r["tool"]))
+
+
+def tones(rows: list[dict], column: str) -> dict[str, float]:
+    """Per tool, where its cell stands in ``column`` among the tools with a figure: 1 the best, 0 the worst
+    (BETTER says which way); none for a cell without a figure or a column with one figure only."""
+    values = {r["tool"]: r[column].value for r in rows if r[column].value is not None}
+    if len(values) < 2 or column not in BETTER:
+        return {}
+    order = sorted(set(values.values()), reverse=BETTER[column] == "high")
+    return {tool: 1 - order.index(v) / max(len(order) - 1, 1) for tool, v in values.items()}

@@ -291,7 +291,9 @@ def test_the_memory_chart_names_its_runtimes():
     from analysis.charts import memory
     df = with_limits(load_results(*SAMPLE))
     title = " ".join(next(t for t in memory(df).texts if t.get_gid() == "title").get_text().split())   # wrapped
-    assert title.endswith("runtime: docker, host") and "average and peak" in title
+    assert "runtime: docker, host;" in title and "average and peak" in title
+    # the runs it holds, and that two per cell give no whiskers (issue 48)
+    assert title.endswith("; 16 ok runs, 2 per tool and scenario (no whiskers)")
 
 
 def test_a_status_marks_colour_comes_from_the_runs_statuses_not_from_its_text():
@@ -304,19 +306,25 @@ def test_a_status_marks_colour_comes_from_the_runs_statuses_not_from_its_text():
 
 
 def test_the_memory_per_vu_chart_draws_each_slope_and_says_why_a_tool_has_none():
+    """A slope only over three VU levels or more at one RTT (issue 48); two levels, or levels spread over RTTs (the
+    quick run's 20 VUs at 0.1 ms and 100 at 50 ms), are no slope, and the bar's place says why."""
     from analysis.charts import NOT_MEASURABLE, mem_per_vu
-    base = {"status": "ok", "rtt_target_ms": 50, "target": "nginx", "keepalive": True, "tls": False,
+    from analysis.memory import NOT_MEASURED
+    base = {"status": "ok", "target": "nginx", "keepalive": True, "tls": False,
             "backend_delay_ms": float("nan"), "rate_target_rps": float("nan"), "stall_ms": float("nan")}
-    rows = [{**base, "scenario": f"vu{vus}", "label": tool, "tool": tool, "vus": vus, "mem_avg_mb": mem}
-            for tool, vus, mem in (("hey", 20, 10.0), ("hey", 100, 50.0),     # 40 MiB over 80 VUs: 512 KiB/VU
-                                   ("k6", 20, 40.0),                           # one level: no slope
-                                   ("wrk", 20, 5.0), ("wrk", 100, 5.0))]       # flat: 0
+    rows = [{**base, "scenario": f"vu{vus}-rtt{rtt}", "label": tool, "tool": tool, "vus": vus, "rtt_target_ms": rtt,
+             "mem_avg_mb": mem}
+            for tool, vus, rtt, mem in (("hey", 50, 50, 10.0), ("hey", 100, 50, 35.0), ("hey", 200, 50, 85.0),  # 512 KiB/VU
+                                        ("k6", 20, 0.1, 40.0), ("k6", 100, 50, 10.0),     # two RTTs: no slope
+                                        ("wrk", 50, 50, 5.0), ("wrk", 100, 50, 5.0), ("wrk", 200, 50, 5.0))]  # flat
     figure = mem_per_vu(pd.DataFrame(rows))
     (ax,) = [a for a in figure.axes if a.get_visible()]
     widths = [bar.get_width() for bar in ax.patches]
     assert widths[0] == pytest.approx(512) and widths[2] == pytest.approx(0, abs=1e-9)
     marks = {round(t.get_position()[1]): t.get_text() for t in ax.texts if t.get_gid() == "status"}
-    assert marks == {1: f"{NOT_MEASURABLE}: one VU level (20): a slope needs two"}   # sorted: hey, k6, wrk
+    assert marks == {1: f"{NOT_MEASURABLE}: {NOT_MEASURED}"}   # sorted: hey, k6, wrk
+    title = " ".join(next(t for t in figure.texts if t.get_gid() == "title").get_text().split())
+    assert title.endswith("6 ok runs at 50 ms over 50/100/200 VUs")
 
 
 def test_summary_numbers_never_print_in_exponent_form():
