@@ -58,11 +58,18 @@ def check(df: pd.DataFrame, path: Path = CLAIMS_FILE) -> list[Checked]:
     checked = []
     for claim in spec["claims"]:
         found = RULES[claim["rule"]](df, ok, study, **claim["params"])
-        why = (why_here(found.runs, df) if found.verdict == DIFFERS else
+        why = (why_here(found.runs, df, spec.get("study_versions", {})) if found.verdict == DIFFERS else
                f"run {claim['command']}" if found.verdict == NOT_MEASURED else "")
         checked.append(Checked(claim["id"], claim["claim"], claim["where"], found.rule, found.figure, found.verdict,
                                why, claim["command"]))
     return checked
+
+
+def write_csv(checked: list[Checked], path: Path) -> Path:
+    """claims.csv beside the report: every claim with this run's figure and verdict."""
+    frame = pd.DataFrame([c.__dict__ for c in checked], columns=[f for f in Checked.__dataclass_fields__])
+    frame.to_csv(path, index=False)
+    return path
 
 
 def _present(ok: pd.DataFrame, scenario: str) -> pd.DataFrame:
@@ -249,11 +256,15 @@ LIMITS = {"target": "Nginx's CPUs saturated: the target, not the tools, set the 
           "other processes": "other processes took the CPUs"}
 
 
-def why_here(runs: pd.DataFrame | None, df: pd.DataFrame) -> str:
+def why_here(runs: pd.DataFrame | None, df: pd.DataFrame, study_versions: dict | None = None) -> str:
     """What the harness knows of the runs a differing claim stood on."""
     if runs is None or runs.empty:
         return ""
     said = []
+    tools = runs["tool"].unique()
+    if len(tools) == 1 and "tool_version" in runs and (study_versions or {}).get(tools[0]):
+        here = ", ".join(sorted({str(v) for v in runs["tool_version"].dropna()})) or "unknown"
+        said.append(f"{tools[0]} {here} here (the study: {study_versions[tools[0]]})")
     if "limited_by" in runs:
         for code, n in runs["limited_by"].value_counts().items():
             if code in LIMITS:

@@ -182,6 +182,7 @@ def build(folders: list[Path], out: Path, svg: bool = False) -> Path:
     environments = [environment(f) for f in folders]
     first_screen = _first_screen(df, card, environments, out)
     checked = claims.check(df) if len(df) else []
+    claims.write_csv(checked, out / "claims.csv")
     # Every value is text (a tool's stderr, a note, environment.json): escaped. select_autoescape() would
     # not escape here, the template's name ending in .j2; the page's own markup is all in the template.
     page = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=True).get_template("report.html.j2")
@@ -272,6 +273,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     with (out / "scorecard.csv").open(newline="") as handle:     # the first screen's answer, in the log too
         print("scorecard (" + str(out / "scorecard.csv") + "):\n" + "\n".join(f"  {r['sentence']}" for r in csv.DictReader(handle)))
+    with (out / "claims.csv").open(newline="") as handle:
+        print("the study's claims (" + str(out / "claims.csv") + "):\n" + "\n".join(
+            f"  {r['verdict']}: {r['claim']}: {r['figure']}" for r in csv.DictReader(handle)))
     return 0
 
 
