@@ -57,6 +57,7 @@ def summary_table(df: pd.DataFrame) -> list[dict]:
     ranks = rps_ranks(spreads["rps"])
     groups = df.groupby(["scenario", "label"]).indices     # positions: a pandas selection per group is slow
     statuses, versions, limits = (df[c].to_numpy(dtype=object) for c in ("status", "tool_version", "limited_by"))
+    contended = df["contended"].fillna(False).to_numpy(dtype=bool) if "contended" in df else np.zeros(len(df), bool)
     marks = {m: df[f"{m}_below_res"].to_numpy(dtype=object) for m in SUMMARY_METRICS if f"{m}_below_res" in df}
     for _, key in keys.sort_values(["scenario", "label"], key=lambda c: c.map(order) if c.name == "scenario" else c).iterrows():
         at = groups[(key["scenario"], key["label"])]
@@ -67,6 +68,7 @@ def summary_table(df: pd.DataFrame) -> list[dict]:
         for metric in SUMMARY_METRICS:
             row[metric] = cells[metric].get((key["scenario"], key["label"]), "") or _below_resolution(marks.get(metric), ok)
         row["limited_by"] = ", ".join(sorted(set(limits[ok])))
+        row["contended"] = int(contended[ok].sum())
         row["rank"], row["tied"] = ranks.get((key["scenario"], key["label"]), ("", []))
         rows.append(row)
     return rows
