@@ -6,6 +6,7 @@ what is allowed, in one line.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Hashable
 from pathlib import Path
 from typing import Literal
@@ -39,6 +40,11 @@ def rtt_tolerance_ms(rtt_ms: float) -> float:
     return max(0.1 * rtt_ms, 0.5)
 
 
+PLAIN_MS = re.compile(r"[0-9]+(\.[0-9]+)?")
+# `harness capacity` names its steps so (harness/capacity/run.py), and the report reads such an id as a step.
+CAPACITY_PREFIX = "capacity-"
+
+
 def parse_delay(text: str) -> tuple[float, float]:
     """``"50"`` -> (50, 50); ``"0..1000"`` -> (0, 1000); anything else: ValueError saying what is allowed."""
     low, sep, high = text.partition("..")
@@ -48,6 +54,10 @@ def parse_delay(text: str) -> tuple[float, float]:
         raise ValueError(f"backend_delay_ms must be milliseconds (50) or a range (0..1000), got {text!r}") from None
     if not all(map(math.isfinite, bounds)):
         raise ValueError(f"backend_delay_ms {text!r}: need finite milliseconds, e.g. 50 or 0..1000")
+    # Plain digits only: float() also takes "-0", "+5", " 5" and "5_0", which would reach Nginx's map as written.
+    if not all(PLAIN_MS.fullmatch(bound) for bound in ((low, high) if sep else (low,))):
+        raise ValueError(f"backend_delay_ms {text!r}: need plain milliseconds (50, 0.5 or 0..1000): no sign, space "
+                         f"or underscore")
     if not 0 <= bounds[0] <= bounds[1] <= MAX_DELAY_MS:
         raise ValueError(f"backend_delay_ms {text!r}: need 0 <= min <= max <= {MAX_DELAY_MS}")
     return bounds
@@ -136,6 +146,9 @@ class Scenario(BaseModel):
             return "relogin_every goes with a flow: add flow: login" if self.relogin_every else None
         if self.flow not in FLOWS:
             return f"unknown flow {self.flow!r}; flows: {', '.join(FLOWS)} (harness/flows.py)"
+        if self.backend_delay_ms is not None:
+            return ("backend_delay_ms with a flow: the delay is the static file's, and a flow GETs the API, which "
+                    "answers without it: drop backend_delay_ms (or the flow)")
         target = targets.discover().get(self.target)
         if target is not None and self.flow not in target.flows:
             with_api = [t.id for t in targets.discover().values() if self.flow in t.flows]
@@ -208,6 +221,9 @@ class _ScenarioFile(BaseModel):
         duplicates = sorted({i for i in ids if ids.count(i) > 1})
         if duplicates:
             raise ValueError(f"duplicate scenario id(s) {', '.join(duplicates)}: give each scenario its own id")
+        if capacity := next((i for i in ids if i.lower().startswith(CAPACITY_PREFIX)), None):
+            raise ValueError(f"scenario id {capacity[:64]!r} starts with {CAPACITY_PREFIX}, which names `harness "
+                             f"capacity`'s steps (the report would take it for one): choose another id")
         return self
 
 

@@ -183,7 +183,7 @@ def _figures(row: RunRow, adapter: ToolAdapter, output: ToolOutput, execution: E
     """The tool's figures, its status, and its memory and CPU over its load window; returns what
     meta.json adds."""
     try:
-        raw = adapter.parse(output)
+        raw = adapter.parsed(output)
         shown = {name: getattr(raw, name) for name in TIMED_FIELDS}
         metrics = below_resolution(raw, adapter.timing_resolution_ms)
         row.lat_below_resolution = emptied_cell([n for n in TIMED_FIELDS if shown[n] is not None

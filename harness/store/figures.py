@@ -3,6 +3,7 @@ harness/store/results.py RunRow), and what a tool's parse() returns: Metrics."""
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -78,3 +79,38 @@ def emptied_columns(cell: str | None) -> list[str]:
     if not cell:
         return []
     return json.loads(cell) if cell.startswith("[") else [name.strip() for name in cell.split(",")]
+
+
+# The order a tool's latency figures keep: each at most the next (the mean lies between the fastest and slowest).
+LATENCY_ORDER = ("lat_min_ms", "lat_p50_ms", "lat_p75_ms", "lat_p90_ms", "lat_p95_ms", "lat_p99_ms", "lat_max_ms")
+ORDER_SLACK = 1e-6   # relative: figures printed at different precisions may tie, never cross by more
+
+
+def figure_problems(metrics: Metrics) -> list[str]:
+    """The invariants a tool's figures keep, whatever the tool (harness/row derives every row through this): each
+    count, rate, latency and duration a finite number, none below 0 (a duration above it), the latency percentiles
+    in order and the mean within min..max. Each one broken, said with its figures (empty: none)."""
+    problems = []
+    for name in ("requests", "errors", "rps", *TIMED_FIELDS, "measured_s", "load_start_s"):
+        value = getattr(metrics, name)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            problems.append(f"{name} {value!r} is not a finite number")
+        elif value < 0 or (name == "measured_s" and value == 0):
+            problems.append(f"{name} {value:g} is {'not above' if value == 0 else 'below'} 0")
+    if problems:
+        return problems
+    present = [(name, getattr(metrics, name)) for name in LATENCY_ORDER if getattr(metrics, name) is not None]
+    for (low, low_value), (high, high_value) in zip(present, present[1:]):
+        if low_value > high_value * (1 + ORDER_SLACK):
+            problems.append(f"{low} {low_value:g} > {high} {high_value:g}: the latency figures are out of order")
+    mean, least, most = metrics.lat_mean_ms, metrics.lat_min_ms, metrics.lat_max_ms
+    if mean is not None and ((least is not None and mean < least * (1 - ORDER_SLACK))
+                             or (most is not None and mean > most * (1 + ORDER_SLACK))):
+        problems.append(f"lat_mean_ms {mean:g} lies outside lat_min_ms..lat_max_ms ({least}..{most})")
+    for step in ("login", "api_get"):
+        p50, p99 = getattr(metrics, f"lat_{step}_p50_ms"), getattr(metrics, f"lat_{step}_p99_ms")
+        if p50 is not None and p99 is not None and p50 > p99 * (1 + ORDER_SLACK):
+            problems.append(f"lat_{step}_p50_ms {p50:g} > lat_{step}_p99_ms {p99:g}")
+    return problems

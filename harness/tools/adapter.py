@@ -7,15 +7,19 @@ starts processes itself: the runtime does, identically for every tool.
 """
 from __future__ import annotations
 
+import csv
 import re
 import shutil
+import struct
+import traceback
 from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import ClassVar
+from xml.etree import ElementTree
 
-from harness.store.figures import Metrics
+from harness.store.figures import Metrics, figure_problems
 from harness.tools.manifest import read_manifest
-from harness.tools.output import LatencyHistogram, RunSpec, ToolOutput
+from harness.tools.output import LatencyHistogram, ParseError, RunSpec, ToolOutput
 
 
 class ToolAdapter(ABC):
@@ -98,6 +102,11 @@ class ToolAdapter(ABC):
     def parse(self, output: ToolOutput) -> Metrics:
         """Turn the tool's output into metrics; raise ParseError when it cannot."""
 
+    def parsed(self, output: ToolOutput) -> Metrics:
+        """parse(), as the harness calls it (harness/row): whatever the output's bytes, metrics that keep the
+        invariants every tool's keep, or a ParseError saying why not (see guarded_parse). Not overridden."""
+        return _guarded(self, output)
+
     def latency_histogram(self, output: ToolOutput) -> LatencyHistogram | None:
         """Every request's latency as a histogram, from the tool's own histogram or per-request log
         (None: the tool has neither, so merged runs keep counts only). A tool may need
@@ -137,3 +146,30 @@ class ToolAdapter(ABC):
     @property
     def install_script(self) -> Path:
         return self.folder / "install.sh"
+
+
+# What a parser's own code raises on output it did not expect (cut short by a killed tool, corrupted, not UTF-8):
+# an unpacking or a number that does not fit, a key or index that is not there, a None where a match was.
+UNEXPECTED_OUTPUT = (ValueError, KeyError, IndexError, TypeError, AttributeError, ArithmeticError, EOFError,
+                     RecursionError, struct.error, csv.Error, ElementTree.ParseError)
+
+
+def _guarded(adapter: ToolAdapter, output: ToolOutput) -> Metrics:
+    """``adapter.parse(output)`` whose every failure on the tool's output is a ParseError naming where it gave up
+    (a tool killed mid-write leaves any bytes), and whose figures keep the invariants every tool's keep
+    (figure_problems: none negative or infinite, percentiles in order), else a ParseError saying which: the run
+    is then a failed row that says why, never a crash nor a row of impossible figures. The one place every
+    parse passes through."""
+    try:
+        metrics = adapter.parse(output)
+    except ParseError:
+        raise
+    except UNEXPECTED_OUTPUT as exc:
+        frame = traceback.extract_tb(exc.__traceback__)[-1]
+        where = f"{Path(frame.filename).parent.name}/{Path(frame.filename).name}:{frame.lineno}"
+        text = " ".join(str(exc).split())[:200]
+        raise ParseError(f"{adapter.name}'s output is not what its parser reads ({type(exc).__name__}: {text}, "
+                         f"at {where}): cut short or corrupted?") from exc
+    if problems := figure_problems(metrics):
+        raise ParseError(f"{adapter.name}'s figures break an invariant every tool's keep: {'; '.join(problems)}")
+    return metrics

@@ -64,9 +64,9 @@ class ToolOutput:
         if not path.is_file():
             raise ParseError(missing)
         try:
-            return json.loads(path.read_text())
-        except json.JSONDecodeError as exc:
-            raise ParseError(f"{name} is not JSON: {exc}") from None
+            return json.loads(path.read_bytes())
+        except (ValueError, RecursionError) as exc:   # not JSON, not UTF-8 (a tool killed mid-write), nested too deep
+            raise ParseError(f"{name} is not JSON: {type(exc).__name__}: {str(exc)[:200]}") from None
 
 
 @dataclass(frozen=True)

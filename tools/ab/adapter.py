@@ -71,9 +71,12 @@ class ApacheBench(ToolAdapter):
         path = output.file(PERCENTILE_FILE)
         if not path.is_file():
             raise ParseError(f"ab wrote no percentile file {PERCENTILE_FILE}")
-        with path.open() as handle:
+        with path.open(errors="replace") as handle:
             rows = list(csv.reader(handle))[1:]
-        values = {int(float(p)): float(ms) for p, ms in rows}
+        try:
+            values = {int(float(p)): float(ms) for p, ms in rows}
+        except (ValueError, OverflowError):   # cut short (ab killed mid-write), or not ab's
+            raise ParseError(f"{PERCENTILE_FILE} holds a row that is not 'percentile,ms'") from None
         if len(values) < 101:
             raise ParseError(f"{PERCENTILE_FILE} holds {len(values)} of 101 percentile rows")
         return values

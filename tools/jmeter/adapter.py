@@ -100,10 +100,10 @@ class JMeter(ToolAdapter):
                     elapsed.append(int(row[at_elapsed]))
                     if at_label is not None:
                         labels.append(row[at_label])
+                    errors += row[at_success] != "true"
+                    threads.add(row[at_thread])
                 except (IndexError, ValueError):
-                    raise ParseError(f"{JTL} line {reader.line_num}: unreadable sample {row!r}") from None
-                errors += row[at_success] != "true"
-                threads.add(row[at_thread])
+                    raise ParseError(f"{JTL} line {reader.line_num}: unreadable sample {row!r}"[:300]) from None
         if not elapsed:
             raise ParseError(f"{JTL} holds no samples")
         first, last = min(starts), max(map(sum, zip(starts, elapsed)))
