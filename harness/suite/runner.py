@@ -57,6 +57,9 @@ def grace_s(duration_s: int, override: float | None = None) -> float:
 OVERTIME_GRACES = 4   # past its grace, a tool still working after its load may go on this many graces more
 
 
+INTERRUPTS = (signal.SIGINT, signal.SIGTERM)
+
+
 def _raise_on_sigterm(*_: object) -> None:
     raise KeyboardInterrupt
 
@@ -375,7 +378,7 @@ class Bench:
 
 @contextmanager
 def opened(plan: Plan, runtime: Runtime | None = None) -> Iterator[Bench]:
-    """Pre-flight, the single-instance lock, SIGTERM as an interrupt, the tools prepared, the shaper
+    """Pre-flight, the single-instance lock, SIGINT and SIGTERM as an interrupt, the tools prepared, the shaper
     chosen, the results folder opened (or resumed) and the runtime entered, for as long as the suite runs."""
     preflight.check_resume(plan)      # bad input: before the runtime is made, the pre-flight and the lock
     # The folder the tools write into, mounted into containers: a resumed one may live outside results_root.
@@ -385,7 +388,9 @@ def opened(plan: Plan, runtime: Runtime | None = None) -> Iterator[Bench]:
     runtime.target_ids = frozenset(s.target for s in plan.scenarios)
     preflight.check(plan, runtime)
     lock = acquire()
-    previous = signal.signal(signal.SIGTERM, _raise_on_sigterm)
+    # Every interrupting signal stops the suite alike: SIGTERM, and SIGINT even when inherited ignored (a harness
+    # started in the background by a shell without job control, or by a supervisor, then sent `kill -INT`).
+    previous = {sig: signal.signal(sig, _raise_on_sigterm) for sig in INTERRUPTS}
     try:
         broken = runtime.prepare(plan.tools)
         shaper = _choose_shaper(plan, runtime)
@@ -411,7 +416,8 @@ def opened(plan: Plan, runtime: Runtime | None = None) -> Iterator[Bench]:
                 raise
             yield Bench(plan, runtime, folder, finished, broken, shaper, no_tcpdump)
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         lock.close()
 
 
