@@ -73,6 +73,16 @@ def test_the_api_target_is_the_file_server_with_the_api_and_a_secret_per_staging
     assert targets.stage(Setup(), tmp_path / "nginx", "198.18.0.2", "198.18.0.2", None).target.api_log is None
 
 
+def test_the_token_secret_is_staged_readable_by_its_owner_only(tmp_path, any_njs):
+    """Issue 54: the secret's file was made 0644 with the rest (the workers read the served files, not it)."""
+    targets.stage(Setup("api"), tmp_path / "stack", "198.18.0.2", "198.18.0.2", None)
+    files = tmp_path / "stack" / "files"
+    secret_files = [p for p in files.rglob("*") if p.is_file() and secret_of(files) in p.read_text(errors="replace")]
+    assert [p.name for p in secret_files] == ["lth-http-api.conf"]
+    assert secret_files[0].stat().st_mode & 0o777 == 0o600
+    assert (files / "api" / "api.js").stat().st_mode & 0o777 == 0o644
+
+
 def test_an_http2_stack_logs_the_apis_requests_in_another_version_too(tmp_path, any_njs):
     certificate = targets.Certificate(tmp_path / "c.pem", tmp_path / "k.pem", tmp_path / "b.pem")
     targets.stage(Setup("api", tls=True, protocol="h2"), tmp_path / "h2", "198.18.0.2", "198.18.0.2", certificate)

@@ -212,10 +212,15 @@ def stage(setup: Setup, folder: Path, load_host: str, upstream_host: str, certif
                         undelayed_path=undelayed, **protocol))
 
 
+# Files only the servers' master (root) reads, at start-up: the api target's token secret is in this one.
+PRIVATE_FILES = frozenset({"lth-http-api.conf"})
+
+
 def _readable(folder: Path) -> None:
-    """The servers' workers run as an unprivileged user: every folder and file must be readable by them."""
+    """The servers' workers run as an unprivileged user: every folder and file must be readable by them, but a
+    secret (PRIVATE_FILES), which only the master reads, by its owner alone."""
     for path in [folder, *folder.rglob("*")]:
-        path.chmod(0o755 if path.is_dir() else 0o644)
+        path.chmod(0o755 if path.is_dir() else 0o600 if path.name in PRIVATE_FILES else 0o644)
 
 
 def _file_server_extras(files: Path, setup: Setup, certificate: Certificate | None, behind_proxy: bool) -> None:
