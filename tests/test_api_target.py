@@ -83,6 +83,27 @@ def test_the_token_secret_is_staged_readable_by_its_owner_only(tmp_path, any_njs
     assert (files / "api" / "api.js").stat().st_mode & 0o777 == 0o644
 
 
+API_JS = Path(targets.get("api").folder) / "api.js"
+
+
+def test_the_api_compares_the_password_and_the_signature_in_constant_time():
+    """Issue 54: `===`/`!==` on the secret values returns at their first differing character."""
+    source = API_JS.read_text()
+    assert "!same(credentials.password, r.variables.lth_password)" in source
+    assert "same(token.slice(dot + 1), sign(r, token.slice(0, dot)))" in source
+    assert not re.search(r"[!=]==\s*(r\.variables\.lth_password|sign\()", source)
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="needs node to run api.js's comparison")
+def test_the_constant_time_comparison_is_equality():
+    same = re.search(r"^function same\(a, b\) \{.*?^\}", API_JS.read_text(), re.S | re.M).group(0)
+    cases = [["lth-password", "lth-password"], ["lth-password", "lth-passwore"], ["a", "ab"], ["", ""], [None, "a"],
+             ["\u00e9", "e"]]
+    script = f"{same}\nconsole.log(JSON.stringify({json.dumps(cases)}.map(([a, b]) => same(a, b))));"
+    result = subprocess.run(["node", "-e", script], capture_output=True, text=True, timeout=30, check=True)
+    assert json.loads(result.stdout) == [True, False, False, True, False, False]
+
+
 def test_an_http2_stack_logs_the_apis_requests_in_another_version_too(tmp_path, any_njs):
     certificate = targets.Certificate(tmp_path / "c.pem", tmp_path / "k.pem", tmp_path / "b.pem")
     targets.stage(Setup("api", tls=True, protocol="h2"), tmp_path / "h2", "198.18.0.2", "198.18.0.2", certificate)
