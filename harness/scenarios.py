@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from harness import targets
 from harness.errors import HarnessError
 from harness.flows import FLOWS
+from harness.slo import Slo
 from harness.store.results import RESERVED_NAMES
 
 MAX_VUS = 100_000
@@ -91,6 +92,8 @@ class Scenario(BaseModel):
     # token; relogin_every: it logs in again after that many GETs (none: once per VU).
     flow: str | None = Field(default=None, max_length=32)
     relogin_every: int | None = Field(default=None, gt=0, le=1_000_000, strict=True)
+    # Issue 51: objectives each ok row is judged against (harness/slo.py); a failed one makes the suite exit 3.
+    slo: Slo | None = None
 
     @field_validator("id")
     @classmethod
@@ -235,6 +238,7 @@ def describe_error(err: ValidationError, model: type[BaseModel], prefix: str = "
     field = ".".join(str(p) for p in (prefix, *first["loc"]) if p != "")
     if first["type"] == "extra_forbidden":
         owner = _Defaults if model is _ScenarioFile and first["loc"][:1] == ("defaults",) else model
+        owner = Slo if "slo" in first["loc"][:-1] else owner
         return f"{field}: unknown field; allowed: {', '.join(owner.model_fields)}"
     got = first.get("input")
     got_text = f" (got {_shortened(repr(got))})" if not isinstance(got, (dict, list)) else ""

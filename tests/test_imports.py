@@ -50,7 +50,7 @@ def test_a_planted_circle_is_found():
 # The run writes the stored run and the derivation reads it: harness/row/ imports nothing of the run side
 # (sampling, runtimes, network, suite), and the run side nothing of harness/row/.
 SHARED = {"harness", "harness.cpus", "harness.environment", "harness.errors", "harness.failure", "harness.files",
-          "harness.flows", "harness.processes", "harness.rtt_probe", "harness.scenarios", "harness.stats"}
+          "harness.flows", "harness.processes", "harness.rtt_probe", "harness.scenarios", "harness.slo", "harness.stats"}
 # They run a suite or re-derive one (a run, then its row), or drive such commands (lab hosts, the overhead check).
 ORCHESTRATORS = {"harness.suite.runner", "harness.suite.rederive", "harness.capacity.run", "harness.cli",
                  "harness.__main__", "harness.lab", "harness.suite.overhead_check"}
