@@ -87,3 +87,18 @@ def test_the_sample_columns_are_the_schema_in_order(runs):
     header = next(csv.reader(runs.open()))
     assert [c for c in header if c not in COLUMNS] == []
     assert header == [c for c in COLUMNS if c in header], "the sample's columns are out of runs.csv's order"
+
+
+def test_the_sample_command_writes_every_column_from_a_real_runs_raw_files(tmp_path):
+    """scripts/refresh_sample.py on a stored real run (tests/fixtures/rederive: wrk, ab and k6 on the host):
+    wrk's and ab's runs copied and derived again, runs.csv with every column of the schema, in order."""
+    spec = importlib.util.spec_from_file_location("refresh_sample", REPO / "scripts" / "refresh_sample.py")
+    refresh_sample = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(refresh_sample)
+    stored = next((REPO / "tests" / "fixtures" / "rederive").iterdir())
+    written = refresh_sample.refresh(stored, {"wrk", "ab"}, tmp_path)
+    rows = list(csv.DictReader((written / "runs.csv").open()))
+    assert next(csv.reader((written / "runs.csv").open())) == COLUMNS
+    assert sorted({row["tool"] for row in rows}) == ["ab", "wrk"] and all(row["status"] == "ok" for row in rows)
+    assert all((written / row["run_dir"] / "record.json").is_file() for row in rows)
+    assert not (written / "runs.csv.before-rederive").exists()
