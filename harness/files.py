@@ -2,6 +2,7 @@
 server appended to its log since an offset."""
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 from harness.store.safe import write_text_inside
@@ -14,12 +15,14 @@ def write_atomic(path: Path, text: str, mode: int = 0o644) -> None:
     write_text_inside(path.parent, path.name, text, mode)
 
 
-def lines_since(path: Path, offset: int) -> list[str]:
-    """The lines appended to the log ``path`` after byte ``offset`` (its size when a run began); none when the
-    server has not created it yet."""
+def lines_since(path: Path, offset: int) -> Iterator[str]:
+    """The lines appended to the log ``path`` after byte ``offset`` (its size when a run began), one at a time (a
+    log holds a line per request: millions in a run); none when the server has not created it yet."""
     try:
-        with path.open("rb") as log:
-            log.seek(offset)
-            return log.read().decode(errors="replace").splitlines()
+        log = path.open("rb")
     except FileNotFoundError:
-        return []
+        return
+    with log:
+        log.seek(offset)
+        for line in log:
+            yield line.decode(errors="replace").rstrip("\r\n")

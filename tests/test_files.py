@@ -59,3 +59,26 @@ def test_the_new_content_replaces_the_old_readable_by_all_by_default(tmp_path):
     (tmp_path / "a.json").write_text("old")
     write_atomic(tmp_path / "a.json", "new")
     assert (tmp_path / "a.json").read_text() == "new" and (tmp_path / "a.json").stat().st_mode & 0o777 == 0o644
+
+
+def test_a_log_is_read_since_an_offset_a_line_at_a_time(tmp_path):
+    """Issue 54: lines_since read the whole rest of a log into memory (a line per API request: millions a run)."""
+    import tracemalloc
+    from harness.files import lines_since
+    log = tmp_path / "api.log"
+    with log.open("wb") as handle:
+        handle.write(b"before the run\n")
+        handle.writelines(b"login 200\n" for _ in range(300_000))     # 3 MB
+        handle.write(b"get 401 \xff\r\n")
+    offset = len(b"before the run\n")
+    lines = lines_since(log, offset)
+    assert next(lines) == "login 200"
+    tracemalloc.start()
+    try:
+        counted = sum(1 for _ in lines)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert counted == 300_000 and peak < 500_000, peak
+    assert list(lines_since(log, log.stat().st_size - 11)) == ["get 401 \ufffd"]
+    assert list(lines_since(tmp_path / "not-yet.log", 0)) == []
