@@ -162,3 +162,12 @@ clean-state:
 .PHONY: readme-tools
 readme-tools:
 	$(PY) -m harness.tools.readme_tools
+
+# The three fuzzers of tests/test_fuzz.py (every parser, the capture reader, the scenario loader) run longer by
+# hand: FUZZ_INPUTS inputs each (the unit tier runs a few hundred), FUZZ_SEED to vary them. No load is started.
+FUZZ_INPUTS ?= 6600
+FUZZ_SEED ?= 54
+.PHONY: fuzz
+fuzz:
+	LTH_FUZZ_INPUTS=$(FUZZ_INPUTS) LTH_FUZZ_SEED=$(FUZZ_SEED) LTH_FUZZ_EXAMPLES=$(FUZZ_INPUTS) \
+	  $(PY) -m pytest -q -s -m "not e2e" tests/test_fuzz.py tests/test_bad_input.py -k fuzz
