@@ -335,7 +335,7 @@ DOCKER_IN_VM = (
     "container, 20 VUs, netem 10 ms on its eth0) averaged 33.8 ms: TCG's bridge path, not the shaper, would "
     "decide every figure. "
     "The same qdisc code shapes the container's eth0 (harness/network/shaping.py, shape_netns/shape_device), and a "
-    "Docker user's kernel with sch_netem takes it; see README 'netem in a VM'")
+    "Docker user's kernel with sch_netem takes it; see docs/shaping.md")
 
 
 def test_the_docker_runtimes_netem_path():
