@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from analysis.memory import NOT_MEASURED
+
 from conftest import DURATION_AS_TYPED, make_as_typed, require_root_tools, throwaway_clone
 
 EXAMPLE = Path(__file__).resolve().parent / "example_tool"
@@ -68,6 +70,6 @@ def test_the_new_tool_runs_ok_as_typed(clone, guide, runtime):
         requests, served = int(row["requests"]), int(row["server_requests"])
         assert abs(served - requests) <= 0.02 * served, (requests, served)
         assert float(row["mem_avg_mb"]) > 0 and row["mem_per_vu_kb"] == ""     # sampled; per VU: the slope below
-    # timeout is not sampled: the slope of httperf's own RSS over the quick run's two VU levels (analysis/memory.py)
+    # the new tool is in the scorecard; its memory per VU needs three VU levels at one RTT, which the quick run lacks
     card = {r["tool"]: r for r in csv.DictReader((clone / "results" / "latest" / "report" / "scorecard.csv").open())}
-    assert re.fullmatch(r"-?[\d,]+ \(two runs: no interval\) KiB/VU over 20/100 VUs", card[TOOL]["mem_per_vu_kb"]), card[TOOL]
+    assert card[TOOL]["mem_per_vu_kb"].startswith(NOT_MEASURED) and card[TOOL]["req_per_cpu_s"], card[TOOL]

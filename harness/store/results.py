@@ -80,8 +80,8 @@ class RunRow(Figures, RunSetup):
     req_per_cpu_s: float | None = column("requests / the tool's CPU-seconds in the load window")
     # Kept for the header (runs.csv columns never move): memory per VU is a slope over a folder's VU levels now
     # (analysis/memory.py, the report's scorecard); rows before 2026-11-27 hold the old ratio against a 1-VU run.
-    mem_per_vu_kb: float | None = column("empty since 2026-11-27: memory per VU is the report's slope over the VU levels "
-                                         "(analysis/memory.py); before, (mem_avg_mb - a 1-VU run's RSS) / VUs, KiB")
+    mem_per_vu_kb: float | None = column("always empty (kept for older folders, which held (mem_avg_mb - a 1-VU "
+                                         "run's RSS) / VUs): memory per VU is the report's slope (analysis/memory.py)")
     # Open model and the stall test (issue 13): harness/row/rate.py, harness/row/stall.py.
     rate_model: str = column("in a rate scenario: how the tool paced it (its options), or why it cannot", "")
     rate_target_rps: float | None = column("the arrival rate asked for (empty: closed model)")
@@ -100,8 +100,8 @@ class RunRow(Figures, RunSetup):
                                     "limits), not measured, n/a (README: Who is the bottleneck)")
     lat_below_resolution: str | None = column("latency columns emptied because they were below the tool's timing "
                                               "resolution, a JSON list")
-    mem_baseline_mb: float | None = column("empty since 2026-11-27 (see mem_per_vu_kb); before, the tool's RSS in a 1-VU "
-                                           "run of the same suite, MiB")
+    mem_baseline_mb: float | None = column("always empty (kept for older folders, which held the tool's RSS "
+                                           "in a 1-VU run of the same suite, MiB): see mem_per_vu_kb")
     wire_connect_ms: float | None = column("median TCP handshake on the wire (client SYN to server SYN-ACK), ms: ~ the "
                                            "RTT when the shaper delays the handshake (netem), ~0 when it does not "
                                            "(Toxiproxy)")
