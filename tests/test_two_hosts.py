@@ -148,7 +148,7 @@ def test_a_host_ssh_cannot_reach_stops_before_any_run(tmp_path, monkeypatch):
 ])
 def test_a_resume_against_another_target_than_the_folders_is_refused(tmp_path, recorded, asked):
     (tmp_path / "environment.json").write_text(json.dumps({"runtime": "host", "target_host": recorded}))
-    plan = SimpleNamespace(resume=tmp_path, runtime="host", target_host=asked)
+    plan = SimpleNamespace(resume=tmp_path, runtime="host", target_host=asked, runs=[])
     with pytest.raises(HarnessError) as refused:
         check_resume(plan)
     problem = str(refused.value)
