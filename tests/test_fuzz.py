@@ -94,7 +94,7 @@ def parsed_or_refused(case: Case, tally: Tally, what: str) -> None:
 
 def fuzz_parsers(scratch: Path, inputs: int, seed: int = SEED) -> tuple[Tally, Tally]:
     """(mutations, truncations): ``inputs`` mutated files over every case, round robin, and each case's files
-    cut at points spread over their length (3 in the unit tier, 30 from 6,000 inputs)."""
+    cut at points spread over their length (2 in the unit tier, 30 from 6,000 inputs)."""
     rng, cases = random.Random(seed), captured_cases(scratch)
     mutations, cut = Tally(), Tally()
     for index in range(inputs):
@@ -105,7 +105,7 @@ def fuzz_parsers(scratch: Path, inputs: int, seed: int = SEED) -> tuple[Tally, T
         parsed_or_refused(case, mutations, f"{path.name} mutated")
         path.write_bytes(original)
     pairs = [(case, path) for case in cases for path in case.files()]
-    points = min(30, max(3, inputs // 200))
+    points = min(30, max(2, inputs // 200))
     for case, path in pairs:
         original = path.read_bytes()
         for short in truncations(original, points):
