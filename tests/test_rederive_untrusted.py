@@ -80,3 +80,14 @@ def test_a_good_capacity_json_is_rewritten_with_the_rows_in_one_go(tmp_path, cap
     assert main(["rederive", str(folder)]) == 0
     assert json.loads((folder / "capacity.json").read_text()) == []
     assert "and capacity.json from them (0 tools)" in capsys.readouterr().out
+
+
+def test_a_fact_the_derivation_cannot_use_is_that_runs_failure_not_a_traceback(tmp_path, capsys):
+    """The fallback derivation (harness/row derive_stored) re-read the fact that had crashed the first: it re-raised.
+    It now derives the run from its setup alone, the crash its error."""
+    folder = Path(shutil.copytree(STORED, tmp_path / STORED.name))
+    edit_record(lambda r: r.update(stall={"bogus": 1}, shaper_load={"gets_direct": "many"}))(folder)
+    assert main(["rederive", str(folder)]) == 0
+    meta = json.loads((folder / RUN / "meta.json").read_text())
+    assert meta["row"]["status"] == "failed" and meta["row"]["error"].startswith("harness error: TypeError")
+    assert "Traceback" in meta["traceback"] and "re-derived 6 runs (5 ok)" in capsys.readouterr().out
