@@ -13,6 +13,8 @@ and lat_login_* / lat_api_get_* are the `login` and `api_get` blocks' median and
 """
 from __future__ import annotations
 
+import math
+
 import re
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -53,12 +55,16 @@ def read_stats(path: Path) -> dict[str, float]:
 
 def calibration_requests(path: Path) -> int:
     """Requests the calibration runs sent ("iterations N seconds S" per run)."""
-    return sum(int(line.split()[1]) for line in path.read_text().splitlines() if line.startswith("iterations "))
+    try:
+        return sum(int(line.split()[1]) for line in path.read_text(errors="replace").splitlines()
+                   if line.startswith("iterations "))
+    except (IndexError, ValueError):     # cut short: drill killed mid-write
+        raise ParseError(f"{path.name} holds an 'iterations' line without its count") from None
 
 
 def read_window(path: Path) -> tuple[float, float] | None:
     marks = {}
-    for line in path.read_text().splitlines():
+    for line in path.read_text(errors="replace").splitlines():
         what, _, value = line.partition(" ")
         try:
             marks[what] = float(value)
@@ -102,18 +108,26 @@ class Drill(ToolAdapter):
         window = read_window(window_path) if window_path.is_file() else None
         if window is None:
             raise ParseError(f"{WINDOW} holds no start/end marks")
+        if not math.isfinite(stats["Total requests"]):
+            raise ParseError(f"{STATS}: Total requests {stats['Total requests']} is not a count")
         requests, measured_s = int(stats["Total requests"]), window[1] - window[0]
         calibration = output.file(CALIBRATION)
         notes = [f"Nginx's count includes the {calibration_requests(calibration)} requests of the calibration "
                  "runs before the load window"] if calibration.is_file() else []
 
+        summary = ("Average time per request", "Median time per request", "99.0'th percentile", "Max time per request")
+        if missing := [label for label in summary if label not in stats]:
+            raise ParseError(f"{STATS} lacks {missing[0]!r} (drill cut short?)")
+
         def ms(label: str) -> float:
             return stats[label] / 1e6        # --nanosec: ns
 
         steps = read_steps(path)
+        step_labels = (("p50", "Median time per request"), ("p99", "99.0'th percentile"))
+        if cut := [step for step in STEPS if step in steps and any(label not in steps[step] for _, label in step_labels)]:
+            raise ParseError(f"{STATS}: step {cut[0]!r} lacks its median or 99th percentile (drill cut short?)")
         flow = {f"{column}_{p}_ms": steps[step][label] / 1e6
-                for step, column in STEPS.items() if step in steps
-                for p, label in (("p50", "Median time per request"), ("p99", "99.0'th percentile"))}
+                for step, column in STEPS.items() if step in steps for p, label in step_labels}
         return Metrics(
             **flow,
             requests=requests, errors=int(stats.get("Failed requests", 0)),

@@ -69,7 +69,7 @@ class Grinder(ToolAdapter):
             raise ParseError(f"The Grinder wrote no data log {DATA_LOG}")
         starts, ends, times, tests = [], [], [], []
         errors = new_connections = 0
-        with path.open(newline="") as handle:
+        with path.open(newline="", errors="replace") as handle:
             reader = csv.reader(handle, skipinitialspace=True)
             header = next(reader, None)
             if not header or "Test time" not in header:
@@ -78,14 +78,18 @@ class Grinder(ToolAdapter):
             for row in reader:
                 if len(row) < len(header):
                     continue
-                start, elapsed = int(row[col["Start time (ms since Epoch)"]]), int(row[col["Test time"]])
-                status = int(row[col["HTTP response code"]])
+                try:
+                    start, elapsed = int(row[col["Start time (ms since Epoch)"]]), int(row[col["Test time"]])
+                    status, test = int(row[col["HTTP response code"]]), int(row[col["Test"]])
+                    new, failed = int(row[col["New connections"]]), int(row[col["Errors"]])
+                except (KeyError, ValueError):      # a record cut short (The Grinder killed mid-write), or mangled
+                    raise ParseError(f"{DATA_LOG} line {reader.line_num}: unreadable test record") from None
                 starts.append(start)
                 ends.append(start + elapsed)
                 times.append(float(elapsed))
-                tests.append(int(row[col["Test"]]))
-                new_connections += int(row[col["New connections"]])
-                if int(row[col["Errors"]]) or not 200 <= status < 400:
+                tests.append(test)
+                new_connections += new
+                if failed or not 200 <= status < 400:
                     errors += 1
         if not times:
             raise ParseError(f"{DATA_LOG} holds no test record (no request completed)")

@@ -83,7 +83,7 @@ class JMeter(ToolAdapter):
             raise ParseError(f"JMeter wrote no per-sample log {JTL}")
         starts, elapsed, labels, errors, threads = [], [], [], 0, set()
         flow = output.spec.flow is not None
-        with path.open(newline="") as handle:
+        with path.open(newline="", errors="replace") as handle:
             reader = csv.reader(handle)
             header = next(reader, [])
             needed = ("timeStamp", "elapsed", "success", "threadName", *(("label",) if flow else ()))
