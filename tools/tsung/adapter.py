@@ -47,7 +47,7 @@ def stats_file(out_dir: Path) -> Path:
 
 def read_dumps(path: Path) -> list[dict[str, dict]]:
     """Tsung's JSON stats: one {name: sample} per dump interval."""
-    text = path.read_text()
+    text = path.read_text(errors="replace")
     try:
         data = json.loads(text)
     except json.JSONDecodeError:
@@ -97,7 +97,7 @@ def counter_totals(dumps: list[dict[str, dict]]) -> dict[str, int]:
 
 def user_window(path: Path) -> tuple[list[float], list[float]]:
     starts, ends = [], []
-    for line in path.read_text().splitlines():
+    for line in path.read_text(errors="replace").splitlines():
         what, _, micros = line.partition(" ")
         if what in ("start", "end") and micros.strip().isdigit():
             (starts if what == "start" else ends).append(int(micros) / 1e6)

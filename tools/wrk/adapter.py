@@ -115,7 +115,10 @@ class Wrk(ToolAdapter):
     @staticmethod
     def _read(output: ToolOutput) -> tuple[dict, Histogram, Histogram, bool, int]:
         """wrk's summary, its corrected and the raw histogram, whether the dump is complete, and the interval."""
-        data = json.loads(_line(output.stdout, MARKER)[len(MARKER):])
+        try:
+            data = json.loads(_line(output.stdout, MARKER)[len(MARKER):])
+        except json.JSONDecodeError as exc:      # the summary line cut short (wrk killed mid-write)
+            raise ParseError(f"wrk's summary line ({MARKER.strip()}) is not JSON: {exc}") from None
         corrected, complete = read_histogram(_line(output.stdout, HISTOGRAM))
         interval = correction_interval_us(data["duration_us"], data["requests"], output.spec.vus)
         return data, corrected, known_raw(corrected, interval, complete), complete, interval
