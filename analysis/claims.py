@@ -18,6 +18,7 @@ import yaml
 from analysis.load import closed_model
 from analysis.memory import per_vu_slopes
 from analysis.numbers import number
+from harness.store.safe import write_text_inside
 
 CLAIMS_FILE = Path(__file__).resolve().parent / "claims.yaml"
 OK = "ok"
@@ -68,7 +69,7 @@ def check(df: pd.DataFrame, path: Path = CLAIMS_FILE) -> list[Checked]:
 def write_csv(checked: list[Checked], path: Path) -> Path:
     """claims.csv beside the report: every claim with this run's figure and verdict."""
     frame = pd.DataFrame([c.__dict__ for c in checked], columns=[f for f in Checked.__dataclass_fields__])
-    frame.to_csv(path, index=False)
+    write_text_inside(path.parent.parent, path, frame.to_csv(index=False))
     return path
 
 
@@ -217,14 +218,20 @@ def runtime_ratio(df: pd.DataFrame, ok: pd.DataFrame, study: list[str], scenario
 
 def mem_per_vu(df: pd.DataFrame, ok: pd.DataFrame, study: list[str], tool: str) -> Verdict:
     rule = (f"memory per VU (slope of average RSS over three VU levels or more at one RTT) of the study's tools: "
-            f"{tool}'s the steepest")
+            f"{tool}'s the steepest (no tool's 95% interval wholly above its own)")
     slopes = {label: s for label, s in per_vu_slopes(ok[ok["tool"].isin(study)]).items() if s.kib_per_vu is not None}
     by_tool = {ok.loc[ok["label"] == label, "tool"].iloc[0]: s for label, s in slopes.items()}
     if tool not in by_tool:
         return Verdict(NOT_MEASURED, f"no slope for {tool}: needs three VU levels at one RTT", rule)
-    steepest = max(by_tool, key=lambda t: by_tool[t].kib_per_vu)
+    mine = by_tool[tool]
+    # apart only where another tool's interval lies wholly above this one's (without intervals: the medians)
+    above = [t for t, s in by_tool.items() if t != tool and
+             ((s.low if s.low is not None else s.kib_per_vu) > (mine.high if mine.high is not None else mine.kib_per_vu))]
     figure = "; ".join(f"{t} {by_tool[t].short} KiB/VU" for t in sorted(by_tool, key=lambda t: -by_tool[t].kib_per_vu))
-    return Verdict(HOLDS if steepest == tool else DIFFERS, figure, rule, ok[ok["tool"].isin(by_tool)])
+    tied = [t for t, s in by_tool.items() if s.kib_per_vu > mine.kib_per_vu and t not in above]
+    if tied and not above:
+        figure = f"{tool} tied at the top with {', '.join(sorted(tied))} (intervals overlap): " + figure
+    return Verdict(DIFFERS if above else HOLDS, figure, rule, ok[ok["tool"].isin(by_tool)])
 
 
 def constant_vus(df: pd.DataFrame, ok: pd.DataFrame, study: list[str], tool: str, over: float) -> Verdict:

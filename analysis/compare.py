@@ -27,6 +27,7 @@ from analysis.change import METRICS, compare, table
 GATE_FAILED = 3     # a gate (--fail-on) failed: distinct from a harness error (1) and from bad input (2)
 from analysis.load import load_results, scenario_order
 from analysis.report import build
+from harness.store.safe import make_dir_inside, write_text_inside
 
 
 def _print(lines: list[list[str]]) -> None:
@@ -56,8 +57,8 @@ def main(argv: list[str] | None = None) -> int:
     order = {s: i for i, s in enumerate(scenario_order(pd.concat([a, b])))}
     result = result.sort_values(["scenario", "tool"], key=lambda c: c.map(order) if c.name == "scenario" else c)
     out = args.out or args.a.resolve().parent / f"compare-{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}"
-    out.mkdir(parents=True, exist_ok=True)
-    result.to_csv(out / "compare.csv", index=False)
+    make_dir_inside(out.parent, out)
+    write_text_inside(out.parent, out / "compare.csv", result.to_csv(index=False))
     print(f"B = {args.b.resolve().name} against A = {args.a.resolve().name}: median(B) / median(A) - 1, "
           "95% bootstrap interval over the repetitions")
     _print(table(result))

@@ -18,6 +18,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import matplotlib.ticker  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from analysis.figures import save  # noqa: E402
 from analysis.numbers import number  # noqa: E402
 
 OK = "ok"
@@ -106,10 +107,7 @@ def draw(found: list[Point], chosen: Axes, held: str, out: Path) -> Path:
                  f"Hollow, †: a contended run.\n{held}", fontsize=9, loc="left")
     fig.tight_layout()
     _label(ax, found)
-    path = out / "headline.png"
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    return save(fig, out, "headline", dpi=100)
 
 
 # Where a point's label may go, in points from the point, tried in this order: the first that overlaps no label

@@ -30,6 +30,7 @@ from analysis.figures import save
 from analysis.uncertainty import CV_LIMIT, NOT_MEASURABLE as FLAGGED, Estimate, rank
 from analysis.stall import EXPLANATION as STALL_EXPLANATION, stall_table, write_stall_chart
 from harness.errors import HarnessError
+from harness.store.safe import make_dir_inside, write_text_inside
 from harness.store.results import STATUSES
 from harness.suite.lock import folder_lock
 
@@ -166,7 +167,7 @@ def metric_sources(folder: Path) -> dict[str, str]:
 def build(folders: list[Path], out: Path, svg: bool = False) -> Path:
     """``svg``: every chart as SVG too, linked beside its PNG."""
     everything = with_limits(load_results(*folders))
-    out.mkdir(parents=True, exist_ok=True)
+    make_dir_inside(out.parent, out)
     capacity_section = capacity.write(everything, folders, out, svg)
     df = everything[~capacity.is_step(everything)]     # a search's steps are rates, not scenarios to compare
     charts, missing = [], []
@@ -206,7 +207,7 @@ def build(folders: list[Path], out: Path, svg: bool = False) -> Path:
         flows=flows.table(df),
         stall=stall_table(df), stall_explanation=STALL_EXPLANATION, stall_chart=write_stall_chart(df, out, svg),
     )
-    (out / "index.html").write_text(with_contents(html))
+    write_text_inside(out.parent, out / "index.html", with_contents(html))
     return out / "index.html"
 
 

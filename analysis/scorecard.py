@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import functools
+import io
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +22,7 @@ from analysis.load import closed_model, default_setup
 from analysis.numbers import number
 from analysis.stall import stall_rows, verdict as stall_verdict
 from analysis.uncertainty import CV_LIMIT, Estimate, estimate, rank
+from harness.store.safe import write_text_inside
 
 NO_REPEATS = "one run: no spread (REPEAT=3 or more)"
 ALL_LEVELS_OK = "ok at every VU level tried"
@@ -500,12 +502,13 @@ def absent_columns(rows: list[dict]) -> dict[str, str]:
 def write_csv(rows: list[dict], path: Path) -> Path:
     """scorecard.csv: per column its text and its source."""
     names = ["tool", *(n for c in COLUMNS for n in (c, f"{c}_source")), "sentence"]
-    with path.open("w", newline="") as handle:
+    with io.StringIO(newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=names)
         writer.writeheader()
         for row in rows:
             writer.writerow({"tool": row["tool"], "sentence": row["sentence"],
                              **{n: v for c in COLUMNS for n, v in ((c, row[c].text), (f"{c}_source", row[c].source))}})
+        write_text_inside(path.parent.parent, path, handle.getvalue())
     return path
 
 

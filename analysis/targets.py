@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from harness.scenarios import parse_delay
 from analysis.load import default_setup
 from analysis.numbers import number
 
@@ -131,12 +132,17 @@ def slow_backend_table(df: pd.DataFrame) -> list[dict]:
     rows = []
     for (runtime, tool, scenario), runs in delayed.groupby(["runtime", "tool", "scenario"]):
         first = runs.iloc[0]
-        low, _, high = str(first["backend_delay_ms"]).partition("..")
-        mean_s = (float(low) + float(high or low)) / 2 / 1000 + first["rtt_target_ms"] / 1000
+        row = {"tool": tool, "runtime": runtime, "scenario": scenario, "VUs": int(first["vus"]),
+               "delay ms": first["backend_delay_ms"]}
+        try:        # a results folder from elsewhere may hold anything in the cell
+            low, high = parse_delay(str(first["backend_delay_ms"]))
+        except ValueError as exc:
+            rows.append({**row, "verdict": f"unreadable delay: {exc}"})
+            continue
+        mean_s = (low + high) / 2 / 1000 + first["rtt_target_ms"] / 1000
         expected = first["vus"] / mean_s
         ok = runs[runs["status"] == OK]
-        row = {"tool": tool, "runtime": runtime, "scenario": scenario, "VUs": int(first["vus"]),
-               "delay ms": first["backend_delay_ms"], "expected RPS": number(expected)}
+        row["expected RPS"] = number(expected)
         if ok.empty:
             rows.append({**row, "verdict": f"{first['status']}: {first['error']}"})
             continue

@@ -99,7 +99,7 @@ def rows(*specs: tuple[str, str, float, float, dict]) -> pd.DataFrame:
 
 def judge(df: pd.DataFrame, rule: str, **params) -> claims.Verdict:
     from analysis.load import closed_model
-    return claims.RULES[rule](df, closed_model(df[df["status"] == "ok"]), ["wrk", "ab", "siege", "locust"], **params)
+    return claims.RULES[rule](df, closed_model(df[df["status"] == "ok"]), ["wrk", "ab", "siege", "locust", "jmeter"], **params)
 
 
 def test_the_ceiling_rule_at_10ms():
@@ -156,3 +156,16 @@ def test_why_a_claim_differs_names_the_saturated_target_and_the_contended_runs()
     df["env_cores"] = 2
     said = claims.why_here(df, df)
     assert "1 of 2 runs: Nginx's CPUs saturated" in said and "1 of 2 runs contended" in said and "2 cores" in said
+
+
+def test_the_steepest_memory_per_vu_is_judged_by_intervals():
+    levels = (50, 100, 200, 500, 1000)
+    specs = [("jmeter", f"vu{v}", v, 50, {"mem_avg_mb": 100 + v * 0.3 + n}) for v, n in zip(levels, (20, -30, 40, -20, 10))]
+    specs += [("siege", f"vu{v}", v, 50, {"mem_avg_mb": 5 + v * 0.32}) for v in levels]          # steeper, tighter
+    specs += [("wrk", f"vu{v}", v, 50, {"mem_avg_mb": 5 + v * 0.01 + n}) for v, n in zip(levels, (0.1, -0.1, 0, 0.1, 0))]
+    df = rows(*specs)
+    found = judge(df, "mem_per_vu", tool="jmeter")
+    assert found.verdict == claims.HOLDS and found.figure.startswith("jmeter tied at the top with siege")
+    df.loc[df["tool"] == "siege", "mem_avg_mb"] = [5 + v * 0.6 for v in levels]                   # wholly above
+    assert judge(df, "mem_per_vu", tool="jmeter").verdict == claims.DIFFERS
+    assert judge(df[df["vus"] <= 100], "mem_per_vu", tool="jmeter").verdict == claims.NOT_MEASURED
