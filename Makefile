@@ -10,6 +10,7 @@
 #               make bench-capacity (RUNTIME defaults to host there): STEP_DURATION=5  SLO_P99_MS=  RESOLUTION=0.02
 #               MAX_STEPS=12  START_RPS=1000  VUS=1000  (and TOOLS, CAPTURE, RESUME, RESULTS_ROOT, CPUS_*, ISOLATION, GRACE)
 PY        := .venv/bin/python
+.DEFAULT_GOAL := help
 # Python caches each module's bytecode on first import (the venv's installer writes none): a machine that sets
 # PYTHONDONTWRITEBYTECODE compiled pandas, numpy and matplotlib afresh in every process here (~4 s of CPU each
 # on 2 cores, 10 times that in the netem VM, which reads the caches the host wrote).
@@ -39,9 +40,20 @@ RUN_ARGS = --tools $(TOOLS) --scenarios $(SCENARIOS) --runtime $(RUNTIME) --shap
            --results-root $(RESULTS_ROOT) \
            $(if $(DURATION),--duration $(DURATION)) $(if $(RESUME),--resume $(RESUME)) $(if $(FORCE),--force) \
            $(CPU_ARGS) $(if $(CAPTURE),--capture) $(if $(TARGET_HOST),--target-host $(TARGET_HOST)) \
-           $(if $(GENERATOR_HOST),--generator-host $(GENERATOR_HOST))
+           $(if $(GENERATOR_HOST),--generator-host $(GENERATOR_HOST)) $(if $(SLO),--slo $(SLO))
 
 .PHONY: deps bench-all bench-quick bench-capacity bench-lab test test-netem compare-shapers test-unit test-tools test-e2e list-tools clean-state report rederive compare
+
+# Bare `make`: this list, and nothing installed or started. Each target's line is the `##` comment beside it.
+help:
+	@echo "lth: which load generator should I trust, and how much does it cost me?  (README.md, docs/)"
+	@echo "make TARGET [VARIABLE=value ...]; the command behind them: .venv/bin/lth --help"
+	@echo
+	@grep -E '^[a-z][a-z0-9-]*:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z0-9-]+):.*## (.*)$$/  \1|\2/' | \
+	  awk -F'|' '{ printf "  %-16s %s\n", $$1, $$2 }' | sed 's/^    /  /'
+	@echo
+	@echo "variables: TOOLS=wrk,ab SCENARIOS=FILE[:id,...] RUNTIME=docker|host DURATION=10 REPEAT=3 CAPTURE=1 SLO=p99_ms=25"
+	@echo "           RESULTS_ROOT=results RESUME=results/<folder> (docs/options.md: every one)"
 
 # What the chosen runtime runs: RUNTIME=docker the engine (the tools are installed in their images, when the
 # suite builds them), RUNTIME=host the tools on this machine (README: What each runtime installs).
@@ -54,11 +66,11 @@ deps:
 REPORT_ARGS = $(if $(filter-out 0,$(SVG)),--svg)
 REPORT_AFTER = status=$$?; [ $$status -eq 2 ] || $(PY) -m analysis.report $(REPORT_ARGS) $(or $(RESUME),$(RESULTS_ROOT)/latest); exit $$status
 
-bench-all: deps
+bench-all: deps  ## the whole shootout (scenarios/shootout.yaml), every tool, then its report
 	$(PY) -m harness run $(RUN_ARGS); $(REPORT_AFTER)
 
 bench-quick: SCENARIOS = scenarios/quick.yaml
-bench-quick: deps
+bench-quick: deps  ## two scenarios, 10 s each, every tool: the quick start
 	$(PY) -m harness run $(RUN_ARGS); $(REPORT_AFTER)
 
 # Each tool's highest sustained arrival rate against Nginx, by search (harness/capacity/run.py; README:
@@ -75,7 +87,7 @@ CAPACITY_ARGS = --tools $(TOOLS) --runtime $(RUNTIME) --results-root $(RESULTS_R
                 $(if $(START_RPS),--start-rps $(START_RPS)) $(if $(VUS),--vus $(VUS)) \
                 $(if $(CAPTURE),--capture) $(if $(RESUME),--resume $(RESUME)) $(CPU_ARGS)
 bench-capacity: RUNTIME = host
-bench-capacity: deps
+bench-capacity: deps  ## each tool's highest sustained arrival rate, by search
 	$(PY) -m harness capacity $(CAPACITY_ARGS); $(REPORT_AFTER)
 
 # bench-quick across "machines" made on this one for the run (harness/lab.py: sshd in network
@@ -92,20 +104,20 @@ bench-lab:
 
 # RESULTS="results/A results/B" overlays several results folders (two machines, host vs docker...).
 RESULTS ?= $(RESULTS_ROOT)/latest
-report:
+report:  ## the report of results/latest (RESULTS="A B": several folders in one)
 	$(PY) -m analysis.report $(REPORT_ARGS) $(RESULTS)
 
 # B against A, per tool and scenario: the change with its 95% interval and a verdict (analysis/compare.py),
 # and the report of both folders beside it.
 A ?=
 B ?=
-compare:
+compare:  ## B against A with intervals: make compare A=results/<one> B=results/<other> [FAIL_ON=slower]
 	@[ -n "$(A)" ] && [ -n "$(B)" ] || { echo "error: make compare needs two results folders: A=results/<one> B=results/<other>" >&2; exit 2; }
 	@DEPS_VENV_ONLY=1 scripts/deps.sh
-	$(PY) -m analysis.compare $(A) $(B)
+	$(PY) -m analysis.compare $(A) $(B) $(if $(FAIL_ON),--fail-on $(FAIL_ON))
 
 # runs.csv and meta.json derived again from a results folder's raw files (harness/row), e.g. after a parser fix.
-rederive:
+rederive:  ## runs.csv and meta.json derived again from a folder's raw files (RESULTS=...)
 	@DEPS_VENV_ONLY=1 scripts/deps.sh
 	$(PY) -m harness rederive $(RESULTS)
 
@@ -114,7 +126,7 @@ rederive:
 # at a time), the netem VM tier; it fails if any does, and ends with each tier's wall time against the
 # budget (tests/README.md). What an earlier run killed with -9 left on this machine (a session's stop, a
 # shared CI host) is swept first and listed: the suite's own leak checks are about what the suite leaves.
-test:
+test:  ## the whole test suite, as CI runs it (installs what it needs)
 	BUILD_IMAGES=1 NEED_BROWSER=1 NEED_SSHD=1 scripts/deps.sh $(TEST_TOOLS)
 	scripts/install-vm.sh
 	$(PY) scripts/run-tests.py --installed-since $(shell date +%s)   # make expands it before the first line runs
@@ -135,26 +147,26 @@ test-netem compare-shapers:
 # The quick loop: no root, Docker, tools or network (only the venv is made or updated); a test file
 # per worker (pytest-xdist; a module's fixture runs once), one worker more than CPUs because many
 # unit tests wait (top's 1 s frames, a fake tool's start-up) rather than compute.
-test-unit:
+test-unit:  ## the fast tests: no root, Docker, tools or network
 	@DEPS_VENV_ONLY=1 scripts/deps.sh
 	$(PY) -m pytest -q -rs -m "not e2e" -n $$(( $$(nproc) + 1 )) --dist loadfile tests
 
 # A tool folder's checks (tools/README.md, adding a tool, step 7): every tool's parser tests on its captured
 # outputs, the manifests, Dockerfiles and README table, discovery; seconds where the unit tier takes minutes.
-test-tools:
+test-tools:  ## the tool folders' checks and every parser test
 	@DEPS_VENV_ONLY=1 scripts/deps.sh
 	$(PY) -m pytest -q -rs -m "not e2e" tests/tools tests/test_registry.py
 
 # The end-to-end tests of the selected tools only (TOOLS=wrk,ab; all: every end-to-end test).
-test-e2e:
+test-e2e:  ## the end-to-end tests of TOOLS=... only
 	NEED_BROWSER=1 NEED_SSHD=1 scripts/deps.sh $(TOOLS)
 	LTH_TEST_TOOLS=$(TOOLS) $(PY) -m pytest -q -rs -m e2e tests
 
-list-tools:
+list-tools:  ## every tool, its version and what it can do
 	$(PY) -m harness list-tools
 
 # Remove what a killed (kill -9) harness left: namespaces, veths, containers, networks, proxies.
-clean-state:
+clean-state:  ## remove what a killed run left (namespaces, containers, networks)
 	$(PY) -m harness clean-state $(if $(TARGET_HOST),--target-host $(TARGET_HOST)) \
 	    $(if $(GENERATOR_HOST),--generator-host $(GENERATOR_HOST))
 
@@ -168,6 +180,20 @@ readme-tools:
 FUZZ_INPUTS ?= 6600
 FUZZ_SEED ?= 54
 .PHONY: fuzz
-fuzz:
+fuzz:  ## the parser, capture and scenario fuzzers, longer than in the unit tier
 	LTH_FUZZ_INPUTS=$(FUZZ_INPUTS) LTH_FUZZ_SEED=$(FUZZ_SEED) LTH_FUZZ_EXAMPLES=$(FUZZ_INPUTS) \
 	  $(PY) -m pytest -q -s -m "not e2e" tests/test_fuzz.py tests/test_bad_input.py -k fuzz
+
+# Container against bare metal in one command: the same scenarios (default: the quick start's) with the same tools,
+# host first, then Docker, each its own results folder; then B = Docker against A = host with intervals where
+# REPEAT=3 ran (analysis/compare.py) and the report of both folders, whose "Container vs bare metal" section
+# holds the ratios. The answer: results/compare-<timestamp>/report/index.html#ratios.
+.PHONY: bench-compare help
+bench-compare: SCENARIOS = scenarios/quick.yaml
+bench-compare:  ## container vs bare metal: both runtimes on the same scenarios, then the comparison report
+	NEED_DOCKER=1 NEED_TOOLS=1 scripts/deps.sh $(TOOLS)
+	$(PY) -m harness run $(subst --runtime $(RUNTIME),--runtime host,$(RUN_ARGS)); status=$$?; [ $$status -ne 2 ] || exit 2; \
+	  host=$$(readlink -f $(RESULTS_ROOT)/latest); \
+	  $(PY) -m harness run $(subst --runtime $(RUNTIME),--runtime docker,$(RUN_ARGS)); [ $$? -ne 2 ] || exit 2; \
+	  docker=$$(readlink -f $(RESULTS_ROOT)/latest); \
+	  $(PY) -m analysis.compare $$host $$docker

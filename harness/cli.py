@@ -6,6 +6,8 @@ import math
 import sys
 from pathlib import Path
 
+from harness import slo
+from harness.slo import SLO_FAILED
 from harness import REPO_ROOT, scenarios, targets
 from harness.cpus import NO_SPLIT, CpuSplit, choose_split
 from harness.errors import HarnessError
@@ -61,8 +63,17 @@ def _absolute_path(text: str) -> Path:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="harness", description="Run HTTP load-testing tools side by side under the same conditions.")
+    parser = _Parser(prog="lth", description="Run HTTP load-testing tools side by side under the same conditions.",
+                     epilog="examples:\n  lth run --tools wrk,ab --scenarios scenarios/quick.yaml --duration 5\n"
+                            "  lth report results/latest\n  lth compare results/A results/B --fail-on slower\n"
+                            "  lth slo results/latest --slo p99_ms=25,min_rps=1000 --junit slo.xml\n"
+                            "  lth export results/latest\n(`python -m harness` is the same command; `make help`: "
+                            "the Make targets)", formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"lth {_version()}")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    for name, module, what in DELEGATED:
+        delegated = commands.add_parser(name, help=f"{what} (python -m {module} --help)", add_help=False)
+        delegated.add_argument("rest", nargs=argparse.REMAINDER)
 
     run = commands.add_parser("run", help="run scenarios x tools and write a results folder")
     run.add_argument("--tools", default="all", help="comma-separated tool ids, or 'all' (default)")
@@ -92,6 +103,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--generator-host", metavar="ssh://[USER@]HOST[:PORT]|CONTEXT[,...]",
                      help="run the tools on that machine (with --target-host); several, comma-separated: every run is "
                           "split evenly over them and merged into one row (README: Two machines)")
+    run.add_argument("--slo", type=_slo, metavar="p99_ms=25,...",
+                     help="objectives every ok row must meet (p50_ms, p99_ms, error_rate, min_rps; overrides the "
+                          f"scenarios' slo): a failed one makes the run exit {SLO_FAILED}")
+    run.add_argument("--junit", type=_absolute_path, metavar="FILE",
+                     help="with objectives (--slo or the scenarios'): JUnit XML, a test case per row and objective")
     _add_cpus_and_grace(run)
 
     _capacity_parser(commands)
@@ -242,7 +258,42 @@ def _run(args: argparse.Namespace) -> int:
     for row in unsupported + failed:
         print(f"  {row.status}: {row.scenario} {row.tool}: {row.error}")
     print(bottleneck_summary(rows))
-    return 1 if failed else 0
+    judged = slo.judge_folder(folder.path, args.slo)
+    if judged:
+        print("\n".join(slo.summary(judged)))
+        if args.junit:
+            args.junit.write_text(slo.junit(judged, folder.path.name))
+    if failed:
+        return 1
+    return SLO_FAILED if any(not v.passed for _, verdicts in judged for v in verdicts) else 0
+
+
+def _slo(text: str) -> "slo.Slo":
+    try:
+        return slo.parse(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+# Commands of their own modules, reachable as `lth NAME ...`: (name, module, what it does).
+DELEGATED = [("report", "analysis.report", "write the HTML report of one or more results folders"),
+             ("compare", "analysis.compare", "B against A per tool and scenario, with intervals; --fail-on slower gates"),
+             ("slo", "harness.slo", "judge a results folder against SLOs; exit 3 when one fails"),
+             ("export", "analysis.export", "a results folder as JSON Lines (with its schema) and OpenMetrics")]
+
+
+def _delegate(args: argparse.Namespace) -> int:
+    import importlib
+    module = next(m for name, m, _ in DELEGATED if name == args.command)
+    return importlib.import_module(module).main(args.rest)
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+        return version("lth-harness")
+    except Exception:        # not installed (a checkout run with python -m harness)
+        return "unknown"
 
 
 def _split(args: argparse.Namespace) -> CpuSplit:
@@ -352,16 +403,27 @@ def _install_folders(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if args.command in {name for name, _, _ in DELEGATED}:
+        args.rest = [*extra, *args.rest]       # `lth report --help`: the module's own options, whatever they are
+    elif extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         if args.command in LOCKING_COMMANDS:
             wait_s()       # a bad LTH_LOCK_WAIT_S is said before any work, not after the images are built
         return {"run": _run, "capacity": _capacity, "list-tools": _list_tools, "clean-state": _clean_state,
                 "install-folders": _install_folders, "target-packages": _target_packages,
-                "build-images": _build_images, "rederive": _rederive}[args.command](args)
+                "build-images": _build_images, "rederive": _rederive,
+                **{name: _delegate for name, _, _ in DELEGATED}}[args.command](args)
     except HarnessError as exc:
         sys.stderr.write(f"error: {exc}\n")
         return exc.exit_status
     except KeyboardInterrupt:
         sys.stderr.write("interrupted: finished rows are kept in runs.csv; everything started was removed\n")
         return 130
+
+
+def entry() -> None:
+    """The `lth` console script ([project.scripts])."""
+    sys.exit(main())
