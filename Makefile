@@ -34,6 +34,7 @@ ISOLATION ?= 1
 GRACE     ?=
 TARGET_HOST ?=
 GENERATOR_HOST ?=
+SLO       ?=
 CPU_ARGS = $(if $(CPUS_TARGET),--cpus-target $(CPUS_TARGET)) $(if $(CPUS_TOOL),--cpus-tool $(CPUS_TOOL)) \
            $(if $(filter 0,$(ISOLATION)),--no-isolation) $(if $(GRACE),--grace $(GRACE))
 RUN_ARGS = --tools $(TOOLS) --scenarios $(SCENARIOS) --runtime $(RUNTIME) --shaper $(SHAPER) --repeat $(REPEAT) \
@@ -111,6 +112,7 @@ report:  ## the report of results/latest (RESULTS="A B": several folders in one)
 # and the report of both folders beside it.
 A ?=
 B ?=
+FAIL_ON ?=
 compare:  ## B against A with intervals: make compare A=results/<one> B=results/<other> [FAIL_ON=slower]
 	@[ -n "$(A)" ] && [ -n "$(B)" ] || { echo "error: make compare needs two results folders: A=results/<one> B=results/<other>" >&2; exit 2; }
 	@DEPS_VENV_ONLY=1 scripts/deps.sh

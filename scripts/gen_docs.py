@@ -54,8 +54,43 @@ def tools() -> str:
     return tool_table()
 
 
+def cli_options() -> str:
+    """Every subcommand's flags as the parser declares them (harness/cli.py build_parser)."""
+    import argparse
+    from harness.cli import DELEGATED, build_parser
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    shown = {c.dest: c.help for c in sub._choices_actions}       # the hidden internal ones have no help line
+    delegated = {name for name, _, _ in DELEGATED}
+    rows = []
+    for name, command in sub.choices.items():
+        if name not in shown:
+            continue
+        if name in delegated:
+            module = next(m for n, m, _ in DELEGATED if n == name)
+            rows.append(f"| `lth {name}` | | {shown[name]}: its options are `python -m {module} --help`'s |")
+            continue
+        for action in command._actions:
+            if not action.option_strings or action.dest == "help":
+                continue
+            default = "" if action.default in (None, False, argparse.SUPPRESS) else f"`{action.default}`"
+            if isinstance(action.default, Path):
+                default = f"`{action.default.relative_to(REPO) if action.default.is_relative_to(REPO) else action.default}`"
+            text = " ".join(str(action.help or "").replace("|", "\\|").split())
+            rows.append(f"| `lth {name}` | `{', '.join(action.option_strings)}` {default} | {text} |")
+    return "\n".join(["| command | flag (default) | what it does |", "|---|---|---|", *rows]) + "\n"
+
+
+def make_variables() -> str:
+    """The Makefile's variables with a default (`NAME ?= value`), in its order."""
+    found = re.findall(r"^([A-Z][A-Z0-9_]*)\s*\?=[ \t]*(.*)$", (REPO / "Makefile").read_text(), re.M)
+    rows = [f"| `{name}` | {'`' + value.strip() + '`' if value.strip() else '(empty)'} |" for name, value in found]
+    return "\n".join(["| variable | default |", "|---|---|", *rows]) + "\n"
+
+
 GENERATORS = {"runs-columns": runs_columns, "scorecard-columns": scorecard_columns,
-              "report-sections": report_sections, "tools": tools}
+              "report-sections": report_sections, "tools": tools, "cli-options": cli_options,
+              "make-variables": make_variables}
 
 
 def documents() -> list[Path]:
