@@ -45,12 +45,33 @@ def _positive_int(text: str, at_most: int | None = None) -> int:
     return value
 
 
+UNITS_S = {"s": 1, "m": 60, "h": 3600}
+
+
+def _seconds(text: str, at_most: int | None = None) -> int:
+    """A duration: `300`, `300s`, `5m`, `1h` (whole seconds)."""
+    stripped = text.strip().lower()
+    unit = stripped[-1:] if stripped[-1:] in UNITS_S else "s"
+    number = stripped[:-1] if stripped[-1:] in UNITS_S else stripped
+    try:
+        value = float(number) * UNITS_S[unit]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a duration such as 300, 300s, 5m or 1h, got {text!r}") from None
+    if value != int(value):
+        raise argparse.ArgumentTypeError(f"must be whole seconds, got {text!r} ({value:g} s)")
+    return _positive_int(str(int(value)), at_most)
+
+
+def _duration(text: str) -> int:
+    return _seconds(text)       # the scenario's own check says what is too long (duration_s <= 86400)
+
+
 def _repeat(text: str) -> int:
     return _positive_int(text, MAX_REPEAT)
 
 
 def _grace(text: str) -> int:
-    return _positive_int(text, scenarios.MAX_DURATION_S)
+    return _seconds(text, scenarios.MAX_DURATION_S)
 
 
 def _absolute_path(text: str) -> Path:
@@ -82,7 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--runtime", default="docker", choices=RUNTIMES, help="where tools run (default: docker)")
     run.add_argument("--shaper", default="auto", choices=SHAPERS,
                      help="how RTTs above the native hop are made: netem, toxiproxy, or auto (netem if the kernel has it)")
-    run.add_argument("--duration", type=_positive_int, help="override every scenario's duration (seconds)")
+    run.add_argument("--duration", type=_duration, help="override every scenario's duration: 300, 300s, 5m or 1h")
     run.add_argument("--results-root", type=_absolute_path, default=REPO_ROOT / "results",
                      help="where results/<timestamp>-<runtime>/ folders go (default: results/)")
     run.add_argument("--repeat", type=_repeat, default=1, metavar="N",
@@ -162,7 +183,7 @@ def _capacity_parser(commands: argparse._SubParsersAction) -> None:
                                                          "once closed-loop as the reference")
     capacity.add_argument("--runtime", default="docker", choices=RUNTIMES, help="where tools run (default: docker)")
     capacity.add_argument("--target", default="nginx", choices=["nginx"], help="the server under load (default: nginx)")
-    capacity.add_argument("--step-duration", type=_positive_int, default=5, metavar="SECONDS",
+    capacity.add_argument("--step-duration", type=_duration, default=5, metavar="SECONDS",
                           help="each step's run (default: 5)")
     capacity.add_argument("--slo-p99-ms", type=_positive_float, metavar="MS",
                           help="a step passes with p99 at or below this (default: 10 x the p99 of an unloaded step "

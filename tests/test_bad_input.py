@@ -97,7 +97,7 @@ def test_bad_input_gets_exit_2_and_one_line_and_starts_nothing(number, command, 
     (["--scenarios", "tests/fixtures/bad-input/duplicate-key.yaml"], "key 'vus' is given twice"),
     (["--resume", "tests/fixtures/bad-input/resume-list"], "holds a list, not a mapping"),
     (["--capture"], "leave out --capture"),
-    (["--duration", "ten"], "argument --duration: must be a whole number"),
+    (["--duration", "ten"], "argument --duration: must be a duration such as 300, 300s, 5m or 1h"),
 ])
 def test_the_lab_refuses_bad_run_arguments_before_it_makes_its_hosts(run_args, fragment, monkeypatch, capsys):
     """make bench-lab: `python -m harness.lab -- RUN ARGS` made its namespaces, sshd and engines first, and only

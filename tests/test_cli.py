@@ -12,7 +12,7 @@ CASES = {
     "unknown tool": (["--tools", "wrk,nosuchtool"], "unknown tool nosuchtool; available:"),
     "unknown scenario id": (["--scenarios", "scenarios/quick.yaml:vu20-rtt0.1,vu9-rtt9"], "unknown scenario id vu9-rtt9"),
     "missing scenario file": (["--scenarios", "scenarios/nope.yaml"], "scenarios/nope.yaml does not exist"),
-    "duration not a number": (["--duration", "ten"], "argument --duration: must be a whole number, got 'ten'"),
+    "duration not a number": (["--duration", "ten"], "argument --duration: must be a duration such as 300, 300s, 5m or 1h, got 'ten'"),
     "duration zero": (["--duration", "0"], "argument --duration: must be > 0"),
     "unknown runtime": (["--runtime", "vm"], "invalid choice: 'vm'"),
     "malformed rate scenario": (["--scenarios", "tests/fixtures/bad-rate.yaml"],

@@ -261,8 +261,16 @@ def _derive(record: RunRecord, adapter: ToolAdapter, run_dir: Path, folder: Resu
     return derived.row
 
 
+def eta_text(seconds: float) -> str:
+    """'01:02:03', and days in front beyond 24 h ('1 d 11:00:00'): a clock of gmtime wrapped at a day."""
+    whole = max(0, round(seconds))
+    days, rest = divmod(whole, 86_400)
+    clock = f"{rest // 3600:02d}:{rest % 3600 // 60:02d}:{rest % 60:02d}"
+    return f"{days} d {clock}" if days else clock
+
+
 def _report(index: int, total: int, scenario: Scenario, adapter: ToolAdapter, runtime: str, eta_s: float) -> None:
-    eta = time.strftime("%H:%M:%S", time.gmtime(eta_s))
+    eta = eta_text(eta_s)
     console.print(f"[bold]run {index}/{total}[/] {escape(scenario.id)} · {escape(adapter.name)} · {runtime} "
                   f"({scenario.duration_s} s) · ETA {eta}")
 
