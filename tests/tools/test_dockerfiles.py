@@ -179,5 +179,8 @@ def test_a_compiled_tools_image_waits_for_the_background_compile(tmp_path, monke
     assert "the image of oha waits for the compile" in capsys.readouterr().out
     docker.wait_for_compiles(TOOLS_DIR / "oha")      # no compile running: at once, silently
     assert capsys.readouterr().out == ""
-    assert [f.name for f in FOLDERS if docker.compiled_on_this_machine(f)] == ["bombardier", "drill", "hey", "k6",
-                                                                               "oha", "vegeta"]
+    # the compiled tools are the go and cargo kinds of their manifests (no list kept by hand: a new Go or Rust tool
+    # needs no edit here)
+    compiled = [f.name for f in FOLDERS
+                if re.search(r'^kind = "(go|cargo)"$', (f / "tool.toml").read_text(), re.M)]
+    assert compiled and [f.name for f in FOLDERS if docker.compiled_on_this_machine(f)] == compiled
