@@ -91,6 +91,17 @@ bench-capacity: RUNTIME = host
 bench-capacity: deps  ## each tool's highest sustained arrival rate, by search
 	$(PY) -m harness capacity $(CAPACITY_ARGS); $(REPORT_AFTER)
 
+# What the harness costs the figure it measures (issue 53, docs/overhead.md): each tool through the harness
+# against the same command by hand, same target, network and CPUs, in PAIRS interleaved pairs of DURATION s.
+.PHONY: bench-overhead
+bench-overhead: RUNTIME = both
+bench-overhead: TOOLS = wrk,oha
+bench-overhead: PAIRS ?= 5
+bench-overhead:  ## harness vs the same tool by hand: RPS ratio with its interval (RUNTIME=both, host or docker; PAIRS=5)
+	NEED_DOCKER=$(if $(filter host,$(RUNTIME)),0,1) NEED_TOOLS=$(if $(filter docker,$(RUNTIME)),0,1) scripts/deps.sh $(TOOLS)
+	$(PY) -m harness.suite.overhead_check --runtime $(RUNTIME) --tools $(TOOLS) --pairs $(PAIRS) \
+	  --duration $(or $(DURATION),10) --results-root $(RESULTS_ROOT)
+
 # bench-quick across "machines" made on this one for the run (harness/lab.py: sshd in network
 # namespaces on one bridge): the tools on LAB_GENERATORS test hosts, Nginx on another (README: Two machines).
 # LAB_RUNTIME=docker: every test host gets its own Docker engine; Nginx and the tools run in containers there.
