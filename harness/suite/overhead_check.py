@@ -121,23 +121,26 @@ class HandRun:
     error: str | None
 
 
-def by_hand_prefix(runtime: Runtime, results_root: Path) -> list[str]:
-    """What runs the tool's command by hand where the harness runs it, on the same CPUs."""
+def by_hand_prefix(runtime: Runtime, results_root: Path, target_container: str = "") -> list[str]:
+    """What runs the tool's command by hand where the harness runs it, on the same CPUs (Docker: on the
+    network of ``target_container``, the harness's target)."""
     tool_cpus = format_cpus(runtime.split.tool_cpus)
     if runtime.name == "host":
         return ["taskset", "-c", tool_cpus]
-    return ["docker", "run", "--rm", "--init", "--name", BY_HAND_CONTAINER, "--network", docker_network(runtime),
-            "--cpuset-cpus", tool_cpus, "-v", f"{results_root}:{results_root}", "-v", f"{TOOLS_DIR}:{TOOLS_DIR}:ro"]
+    return ["docker", "run", "--rm", "--init", "--name", BY_HAND_CONTAINER, "--network",
+            container_network(target_container), "--cpuset-cpus", tool_cpus,
+            "-v", f"{results_root}:{results_root}", "-v", f"{TOOLS_DIR}:{TOOLS_DIR}:ro"]
 
 
-def docker_network(runtime: Runtime) -> str:
-    """The Compose network the harness's target is on (the project's only one)."""
-    from harness.runtimes.docker import PROJECT
-    result = subprocess.run(["docker", "network", "ls", "-q", "--filter", f"label=com.docker.compose.project={PROJECT}",
-                             "--format", "{{.Name}}"], capture_output=True, text=True, check=False)
+def container_network(container: str) -> str:
+    """The one network ``container`` is on (the harness's Compose network for its target)."""
+    result = subprocess.run(["docker", "inspect", "--format",
+                             "{{range $name, $network := .NetworkSettings.Networks}}{{$name}} {{end}}", container],
+                            capture_output=True, text=True, check=False)
     names = result.stdout.split()
-    if len(names) != 1:
-        raise HarnessError(f"docker runtime: expected the harness's one network, found {names or 'none'}")
+    if result.returncode != 0 or len(names) != 1:
+        raise HarnessError(f"docker runtime: the target container {container or '(none)'} is not on one network: "
+                           f"{names or result.stderr.strip()}")
     return names[0]
 
 
@@ -179,17 +182,20 @@ class Measured:
     harness_command: list[str] = field(default_factory=list)
 
 
-def hand_spec(bench: Bench, adapter: ToolAdapter, scenario: Scenario, out_dir: Path) -> RunSpec:
-    """The RunSpec the harness builds for this scenario (runner._execute), into ``out_dir``."""
-    with bench.runtime.session(adapter) as session:   # also brings the target up (Docker starts it with a session)
-        return RunSpec(url=session.target.url, vus=scenario.vus, duration_s=scenario.duration_s, out_dir=out_dir,
+def by_hand_setup(bench: Bench, adapter: ToolAdapter, scenario: Scenario, out_dir: Path) -> tuple[RunSpec, list[str]]:
+    """The RunSpec the harness builds for this scenario (runner._execute), into ``out_dir``, and the prefix that
+    runs it by hand. A session of the runtime finds both (in Docker it also brings the target up)."""
+    with bench.runtime.session(adapter) as session:
+        spec = RunSpec(url=session.target.url, vus=scenario.vus, duration_s=scenario.duration_s, out_dir=out_dir,
                        cpus=session.cpus, keepalive=scenario.keepalive, protocol=scenario.protocol,
                        streams=scenario.streams)
+        prefix = by_hand_prefix(bench.runtime, bench.plan.results_root, getattr(session, "target_id", ""))
+    return spec, [*prefix, *tool_image_args(bench.runtime, adapter)]
 
 
 def one_pair(bench: Bench, adapter: ToolAdapter, scenario: Scenario, index: int, root: Path) -> tuple[Pair, HandRun]:
-    spec = hand_spec(bench, adapter, scenario, root / "by-hand" / f"{bench.runtime.name}-{adapter.name}-{index}")
-    prefix = [*by_hand_prefix(bench.runtime, bench.plan.results_root), *tool_image_args(bench.runtime, adapter)]
+    spec, prefix = by_hand_setup(bench, adapter, scenario,
+                                 root / "by-hand" / f"{bench.runtime.name}-{adapter.name}-{index}")
     rps: dict[str, float | None] = {}
     errors: list[str] = []
     harness_run, hand = "", None
