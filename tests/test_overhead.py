@@ -90,6 +90,12 @@ def test_by_hand_says_why_when_the_parser_finds_nothing(tmp_path):
     assert hand.rps is None and hand.error.startswith("by hand: exit 1, ValueError")
 
 
+def test_by_hand_says_so_when_the_command_is_missing(tmp_path):
+    spec = RunSpec(url="http://198.18.0.2/style.css", vus=20, duration_s=1, out_dir=tmp_path / "run", cpus=1)
+    hand = oc.run_by_hand(["/nonexistent/taskset"], PrintsItsRate(), spec)
+    assert hand.rps is None and "No such file" in hand.error
+
+
 def test_an_unknown_tool_is_refused_before_any_folder_is_made(tmp_path, capsys):
     assert oc.main(["--tools", "no-such-tool", "--results-root", str(tmp_path)]) == 2
     assert "error:" in capsys.readouterr().err

@@ -160,6 +160,8 @@ def run_by_hand(prefix: list[str], adapter: ToolAdapter, spec: RunSpec) -> HandR
                               stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
         return HandRun(argv, None, f"by hand: no end {spec.duration_s + 60} s after the start")
+    except OSError as exc:   # taskset, docker or the tool not installed
+        return HandRun(argv, None, f"by hand: {exc}")
     finally:
         if prefix and prefix[0] == "docker":   # a killed `docker run` client leaves its container running
             subprocess.run(["docker", "rm", "--force", BY_HAND_CONTAINER], capture_output=True, check=False)
