@@ -30,10 +30,12 @@ def test_five_pairs_give_their_range_as_the_interval_of_the_median():
     assert oc.median_interval(DOCKER) == (0.958, 1.009)
 
 
-def test_more_pairs_give_an_interval_inside_their_range_around_the_median():
+def test_more_pairs_give_the_exact_bootstraps_order_statistics():
+    # 11 draws: the median is at most the k-th value with P(Bin(11, k/11) >= 6): k=2 0.7%, k=3 5.1%, k=8 94.9%,
+    # k=9 99.3%: the 2.5% and 97.5% points are the 3rd and 9th ratios
     ratios = [0.95 + i / 200 for i in range(11)]   # 0.950 .. 1.000, median 0.975
     low, high = oc.median_interval(ratios)
-    assert min(ratios) < low <= 0.975 <= high < max(ratios)
+    assert (low, high) == pytest.approx((ratios[2], ratios[8]))
     assert oc.median_interval(ratios) == (low, high)   # seeded: the same ratios give the same interval
 
 
