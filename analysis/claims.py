@@ -148,17 +148,24 @@ def added(df: pd.DataFrame, ok: pd.DataFrame, study: list[str], scenario: str, t
           at_least_ms: float | None = None, at_most_ms: float | None = None) -> Verdict:
     bound = f">= {at_least_ms:g} ms" if at_least_ms is not None else f"<= {at_most_ms:g} ms"
     rule = f"{tool}'s mean latency (p50 where it reports no mean) minus the measured RTT in {scenario}, median: {bound}"
-    runs = _present(ok, scenario)
-    runs = runs[runs["tool"] == tool]
-    if missing := _missing(scenario, [tool], runs):
-        return Verdict(NOT_MEASURED, missing, rule)
-    latency, which = _latency(runs)
-    if latency.empty:
-        return Verdict(NOT_MEASURED, f"{tool} reported no latency in {scenario}", rule)
+    found = _tool_latency(ok, scenario, tool)
+    if isinstance(found, str):
+        return Verdict(NOT_MEASURED, found, rule)
+    runs, latency, which = found
     extra = float((latency - _rtt(runs).loc[latency.index]).median())
     holds = extra >= at_least_ms if at_least_ms is not None else extra <= at_most_ms
     return Verdict(HOLDS if holds else DIFFERS, f"{extra:+.3g} ms over the RTT ({which} {number(latency.median())} ms, "
                    f"RTT {number(_rtt(runs).median())} ms)", rule, runs)
+
+
+def _tool_latency(ok: pd.DataFrame, scenario: str, tool: str) -> tuple[pd.DataFrame, pd.Series, str] | str:
+    """One tool's runs of a scenario and their latency (mean, else p50), or why there is none."""
+    runs = _present(ok, scenario)
+    runs = runs[runs["tool"] == tool]
+    if missing := _missing(scenario, [tool], runs):
+        return missing
+    latency, which = _latency(runs)
+    return (runs, latency, which) if len(latency) else f"{tool} reported no latency in {scenario}"
 
 
 def _latency(runs: pd.DataFrame) -> tuple[pd.Series, str]:
@@ -170,13 +177,10 @@ def rtt_multiple(df: pd.DataFrame, ok: pd.DataFrame, study: list[str], scenario:
                  within: list[float]) -> Verdict:
     low, high = within
     rule = f"{tool}'s mean latency / the measured RTT in {scenario}, median: within {low:g}-{high:g}"
-    runs = _present(ok, scenario)
-    runs = runs[runs["tool"] == tool]
-    if missing := _missing(scenario, [tool], runs):
-        return Verdict(NOT_MEASURED, missing, rule)
-    latency, which = _latency(runs)
-    if latency.empty:
-        return Verdict(NOT_MEASURED, f"{tool} reported no latency in {scenario}", rule)
+    found = _tool_latency(ok, scenario, tool)
+    if isinstance(found, str):
+        return Verdict(NOT_MEASURED, found, rule)
+    runs, latency, which = found
     multiple = float((latency / _rtt(runs).loc[latency.index]).median())
     return Verdict(HOLDS if low <= multiple <= high else DIFFERS,
                    f"{multiple:.2f} x the RTT ({which} {number(latency.median())} ms)", rule, runs)
