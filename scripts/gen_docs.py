@@ -54,6 +54,13 @@ def tools() -> str:
     return tool_table()
 
 
+def _in_repo(default: object) -> object:
+    """A default path inside the clone, as a path relative to it: the docs must not depend on where it was cloned."""
+    if isinstance(default, (str, Path)) and Path(default).is_absolute() and Path(default).is_relative_to(REPO):
+        return Path(default).relative_to(REPO)
+    return default
+
+
 def cli_options() -> str:
     """Every subcommand's flags as the parser declares them (harness/cli.py build_parser)."""
     import argparse
@@ -73,9 +80,7 @@ def cli_options() -> str:
         for action in command._actions:
             if not action.option_strings or action.dest == "help":
                 continue
-            default = "" if action.default in (None, False, argparse.SUPPRESS) else f"`{action.default}`"
-            if isinstance(action.default, Path):
-                default = f"`{action.default.relative_to(REPO) if action.default.is_relative_to(REPO) else action.default}`"
+            default = "" if action.default in (None, False, argparse.SUPPRESS) else f"`{_in_repo(action.default)}`"
             text = " ".join(str(action.help or "").replace("|", "\\|").split())
             rows.append(f"| `lth {name}` | `{', '.join(action.option_strings)}` {default} | {text} |")
     return "\n".join(["| command | flag (default) | what it does |", "|---|---|---|", *rows]) + "\n"

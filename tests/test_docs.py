@@ -136,3 +136,9 @@ def test_every_link_into_the_tree_leads_somewhere(page):
               and not (page.parent / t.split("#")[0]).exists()
               and str((page.parent / t.split("#")[0]).resolve().relative_to(REPO)) not in pending]
     assert broken == []
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_no_block_depends_on_where_the_repository_was_cloned(name):
+    """CI clones elsewhere (/check/...): a default printed as an absolute path made the block stale there."""
+    assert str(REPO) not in gen_docs.GENERATORS[name]()
