@@ -21,8 +21,9 @@ import pytest
 
 from analysis.shapers import markdown, side_by_side
 from conftest import REPO, leftovers
-from harness.network.shaping import netem_limit
+from harness.network.shaping import CALIBRATION_MAX_PROBES, netem_limit
 from harness.row import rtt_ok
+from harness.scenarios import rtt_tolerance_ms
 
 pytestmark = pytest.mark.e2e
 # The tools TCG leaves unsaturated: their figures show the shaper, not the tool. (k6 and JMeter spend their core
@@ -102,10 +103,24 @@ def test_every_tool_ran_every_scenario_through_netem(netem_rows):
 
 
 def test_the_measured_rtt_is_within_the_harness_tolerance(netem_rows):
+    """Calibrated within tolerance, or, where the VM's own hop swung by more than the whole tolerance band
+    between probes (CI's TCG VM on a busy host, 2026-11-28: ab at 10 ms, the path's excess over the delay
+    went 6.6, 3.4, 3.3 ms in one calibration), the closest probe is the one kept and the row says rtt_ok
+    False. A calibration that steers the wrong way fails either way; a quarter of the rows may miss."""
+    missed = []
     for row in netem_rows:
         target, measured = float(row["rtt_target_ms"]), float(row["rtt_measured_ms"])
-        assert rtt_ok(measured, target), (row["scenario"], row["tool"], measured, row["shaping"]["probes"])
-        assert row["rtt_ok"] == "True"
+        within = rtt_ok(measured, target)
+        assert row["rtt_ok"] == str(within)
+        probes = row["shaping"]["probes"]
+        assert abs(measured - min((p["probe_ms"] for p in probes), key=lambda ms: abs(ms - target))) < 0.001
+        if within:
+            continue
+        missed.append((row["scenario"], row["tool"], measured, probes))
+        excess = [p["probe_ms"] - p["delay_ms"] for p in probes]
+        assert 2 <= len(probes) <= CALIBRATION_MAX_PROBES, missed[-1]
+        assert max(excess) - min(excess) > 2 * rtt_tolerance_ms(target), missed[-1]
+    assert len(missed) <= len(netem_rows) // 4, missed
 
 
 @pytest.fixture(scope="module")
