@@ -1,5 +1,6 @@
 """The overhead benchmark's arithmetic and its by-hand side, without root or load (harness/suite/overhead_check.py;
 its run end to end: tests/test_overhead_e2e.py)."""
+import json
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -63,9 +64,82 @@ def test_a_failed_side_leaves_its_pair_out_and_is_counted():
         "host wrk: harness/by-hand not measured: every pair failed (1 failed)"
 
 
-def test_by_hand_on_the_host_is_the_command_pinned_to_the_tools_cpus():
-    runtime = SimpleNamespace(name="host", split=CpuSplit((0, 1, 2, 3), target=(0, 1), tool=(2, 3)))
-    assert oc.by_hand_prefix(runtime, Path("/r")) == ["taskset", "-c", "2-3"]
+WRK = ["wrk", "-t1", "-c20", "-d10s", "--timeout", "10s", "-s", "/r/tools/wrk/report.lua", "http://198.18.0.6:80/style.css"]
+
+
+def test_wrk_by_hand_without_the_harness_script_is_the_command_a_user_types():
+    assert oc.plain_wrk(WRK) == ["wrk", "-t1", "-c20", "-d10s", "--timeout", "10s", "http://198.18.0.6:80/style.css"]
+    assert oc.plain_wrk(oc.plain_wrk(WRK)) == oc.plain_wrk(WRK)
+
+
+def test_wrks_own_summary_gives_its_rate():
+    assert oc.wrk_requests_per_s("  Latency ...\nRequests/sec: 139312.45\nTransfer/sec: 50MB\n") == 139312.45
+    with pytest.raises(ValueError):
+        oc.wrk_requests_per_s("unable to connect to 198.18.0.6:80 Connection refused\n")
+
+
+def test_candidates_off_are_read_from_the_environment(monkeypatch):
+    monkeypatch.delenv(oc.CANDIDATES_ENV, raising=False)
+    assert oc.candidates_off() == set()
+    monkeypatch.setenv(oc.CANDIDATES_ENV, "top, wrk-script,")
+    assert oc.candidates_off() == {"top", "wrk-script"}
+
+
+def test_the_by_hand_commands_are_kept_as_a_script(tmp_path):
+    commands = oc.Commands()
+    commands.run(["true"])
+    commands.note(["nginx", "-p", "/tmp/lth-target-hand-x/"], background=True)
+    with pytest.raises(oc.HarnessError, match="`false` failed"):
+        commands.run(["false"])
+    assert commands.run(["/nonexistent/ip"], check=False).returncode == 1
+    commands.write(tmp_path / "commands.sh")
+    assert (tmp_path / "commands.sh").read_text().splitlines()[2:] == \
+        ["true", "nginx -p /tmp/lth-target-hand-x/ &", "false", "/nonexistent/ip"]
+
+
+def test_the_by_hand_addresses_are_the_projects_own_and_apart_from_the_harnesss():
+    from ipaddress import ip_address, ip_network
+    from harness.runtimes import docker, host
+    for address in (oc.HAND_HOST_IP, oc.HAND_TARGET_IP, oc.HAND_CONTAINER_IP):
+        assert ip_address(address) in oc.BENCHMARKING
+    hand_veth = ip_network(f"{oc.HAND_TARGET_IP}/{oc.HAND_PREFIX_LEN}", strict=False)
+    assert not hand_veth.overlaps(ip_network(f"{host.TARGET_IP}/{host.PREFIX_LEN}", strict=False))
+    assert not ip_network(oc.HAND_SUBNET).overlaps(ip_network("198.18.1.0/24"))   # docker/compose.yaml's
+    assert ip_address(docker.TARGET_IP) not in ip_network(oc.HAND_SUBNET)
+    assert ip_address(oc.HAND_CONTAINER_IP) in ip_network(oc.HAND_SUBNET)
+    # named so that `make clean-state` (and the e2e tests' leftovers check) find what a killed check leaves
+    assert all(name.startswith("lth-") for name in (oc.HAND_NETNS, oc.HAND_VETH_HOST, oc.HAND_VETH_TARGET,
+                                                    oc.HAND_NETWORK, oc.HAND_TARGET, oc.HAND_TOOL, oc.HAND_FOLDER))
+    assert oc.HAND_FOLDER.startswith("lth-target-") and len(oc.HAND_VETH_TARGET) <= 15
+
+
+def test_the_harnesss_nginx_processes_are_read_from_its_sampling(tmp_path):
+    (tmp_path / "execution.json").write_text(json.dumps({"affinity": {"nginx": {
+        "1": {"name": "docker-init"}, "2": {"name": "nginx"}, "3": {"name": "nginx"}, "4": {"name": "nginx"}}}}))
+    assert oc.harness_nginx_processes(tmp_path) == 3
+    (tmp_path / "execution.json").write_text(json.dumps({"affinity": {"nginx": {}}}))
+    assert oc.harness_nginx_processes(tmp_path) is None
+    assert oc.harness_nginx_processes(tmp_path / "none") is None
+
+
+def overhead_json(folder: Path, runtime: str, ratios: list[float], duration_s: int = 10) -> Path:
+    folder.mkdir()
+    pairs = [{**vars(p), "ratio": p.ratio} for p in pairs_of(ratios)]
+    (folder / "overhead.json").write_text(json.dumps({"scenario": oc.SCENARIO, "duration_s": duration_s,
+                                                      "results": [{"runtime": runtime, "tool": "wrk", "pairs": pairs}]}))
+    return folder
+
+
+def test_pairs_of_several_checks_are_pooled_per_runtime_and_tool(tmp_path, capsys):
+    first = overhead_json(tmp_path / "a", "host", [0.95, 0.96, 0.97, 0.98, 0.99])
+    second = overhead_json(tmp_path / "b", "host", [1.0, 1.01, 1.02, 1.03, 1.04, 1.05])
+    (pooled,) = oc.pooled([first, second])
+    assert (pooled.median, len(pooled.ratios)) == (pytest.approx(1.0), 11)
+    assert oc.main(["--pool", str(first), str(second)]) == 0
+    assert "host wrk: harness/by-hand 1.000 [0.970, 1.030] over 11 pairs" in capsys.readouterr().out
+    other = overhead_json(tmp_path / "c", "host", [1.0, 1.0, 1.0], duration_s=2)
+    assert oc.main(["--pool", str(first), str(other)]) == 2
+    assert "differ in scenario, duration" in capsys.readouterr().err
 
 
 class PrintsItsRate:

@@ -1,5 +1,6 @@
 """The overhead benchmark (harness/suite/overhead_check.py, make bench-overhead) run briefly for real, so that it
 cannot rot unnoticed again (issue 53): 1 pair of 2 s, wrk, host runtime. Its arithmetic: tests/test_overhead.py."""
+import csv
 import json
 import subprocess
 import sys
@@ -7,6 +8,8 @@ import sys
 import pytest
 
 from conftest import REPO, leftovers, require_root_tools
+from harness.runtimes import host
+from harness.suite import overhead_check as oc
 
 pytestmark = pytest.mark.e2e
 
@@ -24,10 +27,21 @@ def test_one_brief_pair_gives_a_ratio_of_two_measured_rates_and_leaves_nothing(t
     assert pair["harness_rps"] > 0 and pair["by_hand_rps"] > 0 and pair["errors"] == []
     assert pair["ratio"] == pytest.approx(pair["harness_rps"] / pair["by_hand_rps"])
     assert f"host wrk: harness/by-hand {pair['ratio']:.3f} over 1 pair" in result.stdout
-    # the same command on both sides, by hand pinned with taskset to the tool's CPUs
-    assert measured["by_hand_command"][:2] == ["taskset", "-c"]
-    assert measured["by_hand_command"][3:] == measured["harness_command"]
-    (runs,) = folder.glob("*-host/runs.csv")
-    assert len(runs.read_text().splitlines()) == 2          # the harness's row, as `harness run` writes it
+    # the same command on both sides but the address: by hand pinned with taskset to the harness's tool CPUs, against
+    # an Nginx started by hand (its own namespace, the project's nginx.conf, the harness's target CPUs)
+    hand, through = measured["by_hand_command"], measured["harness_command"]
+    assert hand[:2] == ["taskset", "-c"] and through[-1] == f"http://{host.TARGET_IP}:80/style.css"
+    assert [a.replace(oc.HAND_TARGET_IP, host.TARGET_IP) for a in hand[3:]] == through
+    target_cpus, tool_cpus = _row(folder)["cpus_target"], _row(folder)["cpus_tool"]
+    assert hand[2] == tool_cpus
+    script = (folder / pair["by_hand_run"] / "commands.sh").read_text()
+    assert f"taskset -c {target_cpus} ip netns exec {oc.HAND_NETNS} nginx -p /tmp/{oc.HAND_FOLDER}" in script
+    assert pair["by_hand_nginx"] == pair["harness_nginx"] >= 2     # the same master and workers
     assert (folder / pair["by_hand_run"] / "stdout.txt").is_file()
     assert leftovers() == []
+
+
+def _row(folder):
+    (runs,) = folder.glob("harness/*-host/runs.csv")   # the harness's own folder, as `harness run` writes it
+    (row,) = csv.DictReader(runs.open())
+    return row

@@ -1,41 +1,60 @@
-"""What the harness costs the figure it measures (issue 53): a tool through the harness against the identical
-command run by hand, in the same network setup and on the same CPUs, in interleaved pairs.
+"""What the harness costs the figure it measures (issue 53): a normal harness run of a tool against the same tool
+run by hand against an Nginx started by hand, in the same network setup and on the same CPUs, in interleaved pairs.
 
-Each pair is one run through the harness (``Bench.run``: the code path of `harness run`, with its sampling,
-stub_status counters, RTT probe and parsing) and one run of the same tool command by hand against the same
-running target: on the host ``taskset -c <tool CPUs>`` in the root namespace (Nginx in the harness's network
-namespace), in Docker ``docker run`` of the harness's own tool image on the harness's network with the same
-``--cpuset-cpus``. The order flips every pair so that drift falls on both sides alike. Both sides' RPS come
-from the same adapter's parser. Per runtime and tool: harness/by-hand per pair, their median and its 95%
-bootstrap interval (3 pairs or more).
+Each pair is
+- through the harness: one `harness run` of the scenario (``run_suite``: the runtime entered, its own Nginx
+  started, the run with its sampling, stub_status counters, RTT probe and parsing, everything torn down);
+- by hand: what a user does to reproduce it. On the host: a network namespace of its own behind a veth pair
+  (198.18.0.4/30, beside the harness's 198.18.0.0/30), the project's targets/nginx/nginx.conf and its ~100-byte
+  file copied into a folder, ``taskset -c <target CPUs> ip netns exec ... nginx -p <folder>``, and the tool's
+  command under ``taskset -c <tool CPUs>``. In Docker: a network of its own (198.18.4.0/24), ``docker run`` of
+  the project's lth-target image (its own copy of nginx.conf) with ``--cpuset-cpus <target CPUs>``, and
+  ``docker run`` of the harness's tool image with ``--cpuset-cpus <tool CPUs>``. Everything is removed after.
+The tool's command is the adapter's for the same RunSpec (the URL aside); both sides' RPS come from the same
+adapter's parser. The order flips every pair. Per runtime and tool: harness/by-hand per pair, their median
+and its 95% bootstrap interval (3 pairs or more).
 
 Usage (root, from the repository root; `make bench-overhead`):
     .venv/bin/python -m harness.suite.overhead_check [--runtime host|docker|both] [--tools wrk,oha] [--pairs 5]
         [--duration 10] [--results-root results]
-Writes results/<UTC>-overhead/: overhead.json, the harness's folder of each runtime (runs.csv and every run's
-raw files) and by-hand/ (each hand run's command and output).
+    .venv/bin/python -m harness.suite.overhead_check --pool results/<UTC>-overhead ...   # pairs of several checks
+Writes results/<UTC>-overhead/: overhead.json, harness/ (each harness run's results folder: runs.csv and every
+run's raw files) and by-hand/ (each hand run's commands.sh, the tool's output and Nginx's log).
 """
 from __future__ import annotations
 
 import argparse
+import http.client
+import ipaddress
 import json
+import os
 import random
+import re
 import shlex
+import shutil
 import statistics
 import subprocess
 import sys
-from collections.abc import Sequence
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from harness import PREFIX, REPO_ROOT, TOOLS_DIR
-from harness.cpus import format_cpus
+import psutil
+
+from harness import PREFIX, REPO_ROOT, TARGET_DIR, TOOLS_DIR
+from harness.cpus import CpuSplit, choose_split, format_cpus
 from harness.errors import HarnessError
-from harness.runtimes.base import Runtime
 from harness.scenarios import Scenario, select
 from harness.store.results import utc_stamp
+from harness.suite.lock import Held, acquire
 from harness.suite.plan import Plan
-from harness.suite.runner import Bench, opened
+from harness.suite.runner import run_suite
+from harness.targets import FILE_SERVER
+from harness.targets import get as get_target
+from harness.targets.file_server import TARGET_FILE, Target
 from harness.tools import registry
 from harness.tools.adapter import ToolAdapter
 from harness.tools.output import RunSpec, ToolOutput
@@ -45,8 +64,21 @@ RUNTIMES = ("host", "docker")
 HARNESS, BY_HAND = "harness", "by hand"
 CONFIDENCE, RESAMPLES, SEED = 0.95, 4000, 53   # the interval is a pure function of the ratios
 MIN_PAIRS = 3        # as analysis/uncertainty.py: fewer give no interval (a bootstrap of 2 is 1 in 3)
-BY_HAND_CONTAINER = f"{PREFIX}-overhead-by-hand"
 
+# The by-hand side's own names and addresses (lth-*, label lth: `make clean-state` removes what a killed check
+# leaves), in 198.18.0.0/15 beside the harness's own (host 198.18.0.0/30, Docker 198.18.1.0/24).
+HAND_NETNS, HAND_VETH_HOST, HAND_VETH_TARGET = f"{PREFIX}-hand", f"{PREFIX}-hand0", f"{PREFIX}-hand1"
+HAND_HOST_IP, HAND_TARGET_IP, HAND_PREFIX_LEN = "198.18.0.5", "198.18.0.6", 30
+HAND_NETWORK, HAND_SUBNET, HAND_CONTAINER_IP = f"{PREFIX}-overhead-hand", "198.18.4.0/24", "198.18.4.10"
+HAND_TARGET, HAND_TOOL = f"{PREFIX}-overhead-hand-target", f"{PREFIX}-overhead-hand-tool"
+HAND_LABEL = f"{PREFIX}=overhead-hand"
+HAND_FOLDER = f"{PREFIX}-target-hand-"     # /tmp/lth-target-*: clean-state's rule for a host Nginx's folder
+BENCHMARKING = ipaddress.ip_network("198.18.0.0/15")
+READY_S = 30.0
+# Issue 53.2: a comma list of candidates to turn off for one check, to measure each one's cost (see
+# docs/overhead.md): "wrk-script" runs wrk by hand without the harness's report.lua (its rate read from wrk's
+# own Requests/sec line).
+CANDIDATES_ENV = "LTH_OVERHEAD_OFF"
 
 # --- the arithmetic -------------------------------------------------------------------------------------------
 def pair_order(index: int) -> tuple[str, str]:
@@ -75,6 +107,8 @@ class Pair:
     harness_run: str = ""         # the harness's run folder, relative to the overhead folder
     by_hand_run: str = ""
     errors: list[str] = field(default_factory=list)
+    harness_nginx: int | None = None   # Nginx's processes, master and workers (None: not seen)
+    by_hand_nginx: int | None = None
 
     @property
     def ratio(self) -> float | None:
@@ -113,6 +147,10 @@ class Summary:
 
 
 # --- the runs -------------------------------------------------------------------------------------------------
+def candidates_off() -> set[str]:
+    return {c.strip() for c in os.environ.get(CANDIDATES_ENV, "").split(",") if c.strip()}
+
+
 @dataclass(frozen=True)
 class HandRun:
     """One run of the tool by hand: its command as run, and what the adapter's parser made of it."""
@@ -121,40 +159,28 @@ class HandRun:
     error: str | None
 
 
-def by_hand_prefix(runtime: Runtime, results_root: Path, target_container: str = "") -> list[str]:
-    """What runs the tool's command by hand where the harness runs it, on the same CPUs (Docker: on the
-    network of ``target_container``, the harness's target)."""
-    tool_cpus = format_cpus(runtime.split.tool_cpus)
-    if runtime.name == "host":
-        return ["taskset", "-c", tool_cpus]
-    return ["docker", "run", "--rm", "--init", "--name", BY_HAND_CONTAINER, "--network",
-            container_network(target_container), "--cpuset-cpus", tool_cpus,
-            "-v", f"{results_root}:{results_root}", "-v", f"{TOOLS_DIR}:{TOOLS_DIR}:ro"]
+def plain_wrk(argv: list[str]) -> list[str]:
+    """wrk's command as a user types it: without the harness's ``-s report.lua``."""
+    if "-s" not in argv:
+        return argv
+    at = argv.index("-s")
+    return argv[:at] + argv[at + 2:]
 
 
-def container_network(container: str) -> str:
-    """The one network ``container`` is on (the harness's Compose network for its target)."""
-    result = subprocess.run(["docker", "inspect", "--format",
-                             "{{range $name, $network := .NetworkSettings.Networks}}{{$name}} {{end}}", container],
-                            capture_output=True, text=True, check=False)
-    names = result.stdout.split()
-    if result.returncode != 0 or len(names) != 1:
-        raise HarnessError(f"docker runtime: the target container {container or '(none)'} is not on one network: "
-                           f"{names or result.stderr.strip()}")
-    return names[0]
+def wrk_requests_per_s(stdout: str) -> float:
+    """wrk's own `Requests/sec:` line (requests over its measured duration, as report.lua's figure)."""
+    found = re.search(r"^Requests/sec:\s+([\d.]+)", stdout, re.MULTILINE)
+    if not found:
+        raise ValueError("wrk printed no Requests/sec line")
+    return float(found.group(1))
 
 
-def tool_image_args(runtime: Runtime, adapter: ToolAdapter) -> list[str]:
-    if runtime.name == "host":
-        return []
-    from harness.runtimes.docker import tool_image
-    return [tool_image(adapter)]
-
-
-def run_by_hand(prefix: list[str], adapter: ToolAdapter, spec: RunSpec) -> HandRun:
-    """The adapter's command for ``spec`` after ``prefix``; its output kept in spec.out_dir."""
-    spec.out_dir.mkdir(parents=True)
-    argv = [*prefix, *adapter.command(spec)]
+def run_by_hand(prefix: list[str], adapter: ToolAdapter, spec: RunSpec, plain: bool = False) -> HandRun:
+    """The adapter's command for ``spec`` after ``prefix``; its output kept in spec.out_dir. ``plain``: wrk
+    without report.lua, its rate from its own summary."""
+    spec.out_dir.mkdir(parents=True, exist_ok=True)
+    command = adapter.command(spec)
+    argv = [*prefix, *(plain_wrk(command) if plain else command)]
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=spec.duration_s + 60,
                               stdin=subprocess.DEVNULL)
@@ -164,15 +190,210 @@ def run_by_hand(prefix: list[str], adapter: ToolAdapter, spec: RunSpec) -> HandR
         return HandRun(argv, None, f"by hand: {exc}")
     finally:
         if prefix and prefix[0] == "docker":   # a killed `docker run` client leaves its container running
-            subprocess.run(["docker", "rm", "--force", BY_HAND_CONTAINER], capture_output=True, check=False)
-    (spec.out_dir / "command.txt").write_text(shlex.join(argv) + "\n")
+            subprocess.run(["docker", "rm", "--force", HAND_TOOL], capture_output=True, check=False)
     (spec.out_dir / "stdout.txt").write_text(done.stdout)
     (spec.out_dir / "stderr.txt").write_text(done.stderr)
     try:
-        rps = adapter.parse(ToolOutput(spec, done.stdout, done.stderr, done.returncode)).rps
+        rps = (wrk_requests_per_s(done.stdout) if plain else
+               adapter.parse(ToolOutput(spec, done.stdout, done.stderr, done.returncode)).rps)
     except Exception as exc:  # noqa: BLE001 - the pair is failed, the benchmark goes on
         return HandRun(argv, None, f"by hand: exit {done.returncode}, {type(exc).__name__}: {exc}")
     return HandRun(argv, rps, None if rps else f"by hand: exit {done.returncode}, no RPS")
+
+
+@dataclass
+class HandNginx:
+    """Nginx started by hand: where it serves, how many Nginx processes it runs (master and workers), and
+    what runs the tool against it on the tool's CPUs."""
+    host: str
+    processes: int
+    tool_prefix: list[str]
+
+
+class Commands:
+    """Every command of the by-hand side, run in order and kept as the shell script a user would type."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def note(self, argv: list[str], background: bool = False) -> None:
+        self.lines.append(shlex.join(argv) + (" &" if background else ""))
+
+    def run(self, argv: list[str], check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess:
+        self.note(argv)
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=timeout,
+                                  stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            if check:
+                raise HarnessError(f"by hand: `{shlex.join(argv)}`: {exc}") from None
+            return subprocess.CompletedProcess(argv, 1, "", str(exc))
+        if check and done.returncode != 0:
+            raise HarnessError(f"by hand: `{shlex.join(argv)}` failed: {done.stderr.strip()[-300:]}")
+        return done
+
+    def write(self, path: Path) -> None:
+        path.write_text("#!/bin/sh\n# the by-hand side of one pair, as run (harness/suite/overhead_check.py)\n"
+                        + "\n".join(self.lines) + "\n")
+
+
+def wait_serving(host: str, alive: Callable[[], bool], timeout_s: float = READY_S) -> None:
+    """Until Nginx at ``host`` serves the file (a user's `curl` until it answers)."""
+    deadline, last = time.monotonic() + timeout_s, "no answer"
+    while time.monotonic() < deadline:
+        if not alive():
+            raise HarnessError(f"by hand: Nginx at {host} exited before serving (see nginx.log)")
+        conn = http.client.HTTPConnection(host, 80, timeout=2)
+        try:
+            conn.request("GET", f"/{TARGET_FILE}")
+            response = conn.getresponse()
+            response.read()
+            if response.status == 200:
+                return
+            last = f"HTTP {response.status}"
+        except OSError as exc:
+            last = str(exc)
+        finally:
+            conn.close()
+        time.sleep(0.2)
+    raise HarnessError(f"by hand: Nginx at {host} did not serve /{TARGET_FILE} within {timeout_s:.0f} s ({last})")
+
+
+def nginx_processes(root_pid: int) -> int:
+    """Nginx's master and workers in the process tree from ``root_pid`` (docker-init, if any, not counted)."""
+    try:
+        root = psutil.Process(root_pid)
+        family = [root, *root.children(recursive=True)]
+        return sum(1 for p in family if p.name() == "nginx")
+    except psutil.NoSuchProcess:
+        return 0
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """Nginx's master and every worker, gone."""
+    try:
+        family = psutil.Process(proc.pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        family = []
+    if proc.poll() is None:
+        proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=10)
+    for worker in psutil.wait_procs(family, timeout=5)[1]:
+        worker.kill()
+
+
+@contextmanager
+def host_nginx(split: CpuSplit, commands: Commands, folder: Path) -> Iterator[HandNginx]:
+    """Nginx by hand on the host: its own namespace and veth pair, the project's config and file, the target's
+    CPUs; the tool pinned to the tool's CPUs in the root namespace."""
+    prefix = Path(tempfile.mkdtemp(prefix=HAND_FOLDER))
+    proc, log = None, (folder / "nginx.log").open("w")
+    try:
+        for argv in (["ip", "netns", "add", HAND_NETNS],
+                     ["ip", "link", "add", HAND_VETH_HOST, "type", "veth", "peer", "name", HAND_VETH_TARGET],
+                     ["ip", "link", "set", HAND_VETH_TARGET, "netns", HAND_NETNS],
+                     ["ip", "addr", "add", f"{HAND_HOST_IP}/{HAND_PREFIX_LEN}", "dev", HAND_VETH_HOST],
+                     ["ip", "link", "set", HAND_VETH_HOST, "up"],
+                     ["ip", "-n", HAND_NETNS, "addr", "add", f"{HAND_TARGET_IP}/{HAND_PREFIX_LEN}", "dev",
+                      HAND_VETH_TARGET],
+                     ["ip", "-n", HAND_NETNS, "link", "set", HAND_VETH_TARGET, "up"],
+                     ["ip", "-n", HAND_NETNS, "link", "set", "lo", "up"]):
+            commands.run(argv)
+        commands.note(["cp", "-r", str(TARGET_DIR / "nginx.conf"), str(TARGET_DIR / "html"), f"{prefix}/"])
+        shutil.copy(TARGET_DIR / "nginx.conf", prefix / "nginx.conf")
+        shutil.copytree(TARGET_DIR / "html", prefix / "html")
+        commands.note(["mkdir", f"{prefix}/tmp"])
+        (prefix / "tmp").mkdir()
+        commands.note(["chmod", "-R", "a+rX", str(prefix)])
+        for path in [prefix, *prefix.rglob("*")]:     # the workers run unprivileged
+            path.chmod(0o755 if path.is_dir() else 0o644)
+        argv = [*split.taskset("target"), "ip", "netns", "exec", HAND_NETNS, "nginx", "-p", f"{prefix}/",
+                "-c", str(prefix / "nginx.conf")]
+        commands.note(argv, background=True)
+        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True)
+        wait_serving(HAND_TARGET_IP, lambda: proc.poll() is None)
+        yield HandNginx(HAND_TARGET_IP, nginx_processes(proc.pid), split.taskset("tool"))
+    finally:
+        if proc is not None:
+            commands.lines.append("kill $!    # Nginx's master; its workers end with it")
+            _stop(proc)
+        log.close()
+        commands.run(["ip", "netns", "delete", HAND_NETNS], check=False)
+        if HAND_VETH_HOST in subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout:
+            commands.run(["ip", "link", "delete", HAND_VETH_HOST], check=False)
+        commands.note(["rm", "-rf", str(prefix)])
+        shutil.rmtree(prefix, ignore_errors=True)
+
+
+def check_subnet(commands: Commands, network: str) -> None:
+    """The network Docker made is in 198.18.0.0/15 (load goes nowhere else)."""
+    found = commands.run(["docker", "network", "inspect", "--format",
+                          "{{range .IPAM.Config}}{{.Subnet}} {{end}}", network]).stdout.split()
+    if not found or not all(ipaddress.ip_network(s).subnet_of(BENCHMARKING) for s in found):
+        raise HarnessError(f"by hand: Docker network {network} has subnet {found}, not in {BENCHMARKING}")
+
+
+@contextmanager
+def docker_nginx(split: CpuSplit, commands: Commands, folder: Path, mounts: list[Path],
+                 tool_image: str) -> Iterator[HandNginx]:
+    """Nginx by hand in Docker: the project's target image (its own nginx.conf and file) on a network of its own,
+    on the target's CPUs; the tool's image run on the tool's CPUs."""
+    network_made = False
+    try:
+        commands.run(["docker", "network", "create", "--subnet", HAND_SUBNET, "--label", HAND_LABEL, HAND_NETWORK])
+        network_made = True
+        check_subnet(commands, HAND_NETWORK)
+        commands.run(["docker", "run", "--detach", "--init", "--name", HAND_TARGET, "--label", HAND_LABEL,
+                      "--network", HAND_NETWORK, "--ip", HAND_CONTAINER_IP,
+                      "--cpuset-cpus", format_cpus(split.target_cpus), get_target(FILE_SERVER).image])
+        pid = int(commands.run(["docker", "inspect", "--format", "{{.State.Pid}}", HAND_TARGET]).stdout.strip() or 0)
+        wait_serving(HAND_CONTAINER_IP, lambda: psutil.pid_exists(pid))
+        volumes = [a for m in mounts for a in ("-v", f"{m}:{m}" + (":ro" if m == TOOLS_DIR else ""))]
+        yield HandNginx(HAND_CONTAINER_IP, nginx_processes(pid),
+                        ["docker", "run", "--rm", "--init", "--name", HAND_TOOL, "--label", HAND_LABEL, "--network",
+                         HAND_NETWORK, "--cpuset-cpus", format_cpus(split.tool_cpus), *volumes, tool_image])
+    finally:
+        logs = subprocess.run(["docker", "logs", HAND_TARGET], capture_output=True, text=True, check=False)
+        (folder / "nginx.log").write_text(logs.stdout + logs.stderr)
+        commands.run(["docker", "rm", "--force", HAND_TOOL, HAND_TARGET], check=False)
+        if network_made:
+            commands.run(["docker", "network", "rm", HAND_NETWORK], check=False)
+
+
+@dataclass(frozen=True)
+class HandSide:
+    run: HandRun
+    nginx_processes: int | None
+
+
+def by_hand(runtime: str, adapter: ToolAdapter, scenario: Scenario, split: CpuSplit, folder: Path,
+            root: Path) -> HandSide:
+    """One run by hand, from Nginx's start to everything removed; a setup that fails is the side's error."""
+    folder.mkdir(parents=True)
+    commands = Commands()
+    plain = adapter.name == "wrk" and "wrk-script" in candidates_off()
+    try:
+        if runtime == "host":
+            place = host_nginx(split, commands, folder)
+        else:
+            from harness.runtimes.docker import tool_image
+            place = docker_nginx(split, commands, folder, [root, TOOLS_DIR], tool_image(adapter))
+        with place as nginx:
+            spec = RunSpec(url=Target(nginx.host).url, vus=scenario.vus, duration_s=scenario.duration_s,
+                           out_dir=folder, cpus=len(split.tool_cpus), keepalive=scenario.keepalive,
+                           protocol=scenario.protocol, streams=scenario.streams)
+            hand = run_by_hand(nginx.tool_prefix, adapter, spec, plain)
+            commands.lines.append(shlex.join(hand.argv))
+            return HandSide(hand, nginx.processes)
+    except HarnessError as exc:
+        return HandSide(HandRun([], None, str(exc)), None)
+    finally:
+        commands.write(folder / "commands.sh")
 
 
 @dataclass
@@ -184,56 +405,61 @@ class Measured:
     harness_command: list[str] = field(default_factory=list)
 
 
-def by_hand_setup(bench: Bench, adapter: ToolAdapter, scenario: Scenario, out_dir: Path) -> tuple[RunSpec, list[str]]:
-    """The RunSpec the harness builds for this scenario (runner._execute), into ``out_dir``, and the prefix that
-    runs it by hand. A session of the runtime finds both (in Docker it also brings the target up)."""
-    with bench.runtime.session(adapter) as session:
-        spec = RunSpec(url=session.target.url, vus=scenario.vus, duration_s=scenario.duration_s, out_dir=out_dir,
-                       cpus=session.cpus, keepalive=scenario.keepalive, protocol=scenario.protocol,
-                       streams=scenario.streams)
-        prefix = by_hand_prefix(bench.runtime, bench.plan.results_root, getattr(session, "target_id", ""))
-    return spec, [*prefix, *tool_image_args(bench.runtime, adapter)]
+def harness_side(runtime: str, adapter: ToolAdapter, scenario: Scenario, split: CpuSplit, root: Path,
+                 lock: Held) -> tuple[float | None, Path, str | None]:
+    """One `harness run` of the scenario: (its RPS or None, its run's folder, its error)."""
+    plan = Plan(runtime=runtime, tools=[adapter], scenarios=[scenario], results_root=root / "harness", split=split)
+    folder, (row,) = run_suite(plan, lock=lock)
+    error = None if row.status == "ok" else f"harness: {row.status}: {row.error}"
+    return (row.rps if row.status == "ok" else None), folder.path / row.run_dir, error
 
 
-def one_pair(bench: Bench, adapter: ToolAdapter, scenario: Scenario, index: int, root: Path) -> tuple[Pair, HandRun]:
-    spec, prefix = by_hand_setup(bench, adapter, scenario,
-                                 root / "by-hand" / f"{bench.runtime.name}-{adapter.name}-{index}")
+def harness_nginx_processes(run_dir: Path) -> int | None:
+    """Nginx's processes (master and workers) as the harness's sampling saw them (None: not sampled)."""
+    path = run_dir / "execution.json"
+    if not path.is_file():
+        return None
+    seen = json.loads(path.read_text()).get("affinity", {}).get("nginx", {})
+    return sum(1 for p in seen.values() if p.get("name") == "nginx") or None
+
+
+def one_pair(runtime: str, adapter: ToolAdapter, scenario: Scenario, split: CpuSplit, index: int, root: Path,
+             lock: Held) -> tuple[Pair, HandRun]:
     rps: dict[str, float | None] = {}
     errors: list[str] = []
-    harness_run, hand = "", None
+    harness_run, hand_dir, hand = Path(root), root / "by-hand" / f"{runtime}-{adapter.name}-{index}", None
+    processes: dict[str, int | None] = {}
     for side in pair_order(index):
         if side == HARNESS:
-            row = bench.run(scenario, adapter, repeat=index)
-            rps[side], harness_run = (row.rps if row.status == "ok" else None), str(bench.folder.path / row.run_dir)
-            errors += [f"harness: {row.status}: {row.error}"] if row.status != "ok" else []
+            rps[side], harness_run, error = harness_side(runtime, adapter, scenario, split, root, lock)
+            processes[side] = harness_nginx_processes(harness_run)
         else:
-            hand = run_by_hand(prefix, adapter, spec)
-            rps[side] = hand.rps
-            errors += [hand.error] if hand.error else []
-    pair = Pair(index, pair_order(index)[0], rps[HARNESS], rps[BY_HAND], str(Path(harness_run).relative_to(root)),
-                str(spec.out_dir.relative_to(root)), errors)
+            got = by_hand(runtime, adapter, scenario, split, hand_dir, root)
+            hand, rps[side], error, processes[side] = got.run, got.run.rps, got.run.error, got.nginx_processes
+        errors += [error] if error else []
+    pair = Pair(index, pair_order(index)[0], rps[HARNESS], rps[BY_HAND], str(harness_run.relative_to(root)),
+                str(hand_dir.relative_to(root)), errors, processes[HARNESS], processes[BY_HAND])
     return pair, hand
 
 
-def measure_runtime(runtime: str, adapters: list[ToolAdapter], scenario: Scenario, pairs: int,
-                    root: Path) -> list[Measured]:
-    """Every pair of every tool in one runtime, entered once: the tools take turns within each pair index."""
-    plan = Plan(runtime=runtime, tools=adapters, scenarios=[scenario], results_root=root)
+def measure_runtime(runtime: str, adapters: list[ToolAdapter], scenario: Scenario, pairs: int, root: Path,
+                    lock: Held) -> list[Measured]:
+    """Every pair of every tool in one runtime: the tools take turns within each pair index."""
+    split = choose_split()
     measured = {a.name: Measured(runtime, a.name) for a in adapters}
-    with opened(plan) as bench:
-        for index in range(1, pairs + 1):
-            for adapter in adapters:
-                print(f"{runtime} {adapter.name}: pair {index}/{pairs}, {' then '.join(pair_order(index))}", flush=True)
-                pair, hand = one_pair(bench, adapter, scenario, index, root)
-                entry = measured[adapter.name]
-                entry.pairs.append(pair)
-                entry.by_hand_command = hand.argv
-                print(f"   harness {_rps(pair.harness_rps)}, by hand {_rps(pair.by_hand_rps)}: ratio "
-                      f"{'n/a' if pair.ratio is None else f'{pair.ratio:.3f}'}" + "".join(f"; {e}" for e in pair.errors),
-                      flush=True)
-                entry.harness_command = _harness_command(root / pair.harness_run)
+    for index in range(1, pairs + 1):
+        for adapter in adapters:
+            print(f"{runtime} {adapter.name}: pair {index}/{pairs}, {' then '.join(pair_order(index))}", flush=True)
+            pair, hand = one_pair(runtime, adapter, scenario, split, index, root, lock)
+            entry = measured[adapter.name]
+            entry.pairs.append(pair)
+            entry.by_hand_command = hand.argv or entry.by_hand_command
+            print(f"   harness {_rps(pair.harness_rps)}, by hand {_rps(pair.by_hand_rps)}: ratio "
+                  f"{'n/a' if pair.ratio is None else f'{pair.ratio:.3f}'}; Nginx processes "
+                  f"{pair.harness_nginx or '?'} / {pair.by_hand_nginx or '?'}"
+                  + "".join(f"; {e}" for e in pair.errors), flush=True)
+            entry.harness_command = _harness_command(root / pair.harness_run) or entry.harness_command
     return list(measured.values())
-
 
 def _harness_command(run_dir: Path) -> list[str]:
     record = run_dir / "record.json"
@@ -255,27 +481,60 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--pairs", type=int, default=5, help="interleaved pairs per runtime and tool")
     parser.add_argument("--duration", type=int, default=10, help="seconds per run")
     parser.add_argument("--results-root", type=Path, default=REPO_ROOT / "results")
+    parser.add_argument("--pool", type=Path, nargs="+", metavar="FOLDER",
+                        help="measure nothing: the summary of the pairs of these checks' folders together")
     args = parser.parse_args(argv)
     if args.pairs < 1 or args.duration < 1:
         parser.error("--pairs and --duration must be 1 or more")
     return args
 
 
+def pooled(folders: list[Path]) -> list[Summary]:
+    """Per runtime and tool, the summary of every pair the checks in ``folders`` measured (the same scenario
+    and duration: refused otherwise)."""
+    pairs: dict[tuple[str, str], list[Pair]] = {}
+    settings = set()
+    for folder in folders:
+        data = json.loads((folder / "overhead.json").read_text())
+        settings.add((data["scenario"], data["duration_s"], tuple(sorted(data.get("candidates_off", [])))))
+        for result in data["results"]:
+            pairs.setdefault((result["runtime"], result["tool"]), []).extend(
+                Pair(**{k: v for k, v in p.items() if k != "ratio"}) for p in result["pairs"])
+    if len(settings) > 1:
+        raise HarnessError(f"--pool: these checks differ in scenario, duration or candidates off: {sorted(settings)}")
+    return [Summary.of(runtime, tool, found) for (runtime, tool), found in pairs.items()]
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.pool:
+        try:
+            print("\n".join(s.line() for s in pooled(args.pool)))
+        except (OSError, ValueError, KeyError, HarnessError) as exc:
+            print(f"error: --pool: {exc}", file=sys.stderr)
+            return 2
+        return 0
     try:
         adapters = registry.select(args.tools)
         scenario = select(f"{REPO_ROOT}/{SCENARIO}", args.duration)[0]
+        lock = acquire()    # held for every pair: nothing else runs between them
     except HarnessError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    with lock:
+        return measure(args, adapters, scenario, lock)
+
+
+def measure(args: argparse.Namespace, adapters: list[ToolAdapter], scenario: Scenario, lock: Held) -> int:
     root = args.results_root.resolve() / f"{utc_stamp()}-overhead"
     root.mkdir(parents=True)
     runtimes = RUNTIMES if args.runtime == "both" else (args.runtime,)
+    if candidates_off():
+        print(f"{CANDIDATES_ENV}={','.join(sorted(candidates_off()))}: measuring without these (issue 53.2)", flush=True)
     measured: list[Measured] = []
     try:
         for runtime in runtimes:
-            measured += measure_runtime(runtime, adapters, scenario, args.pairs, root)
+            measured += measure_runtime(runtime, adapters, scenario, args.pairs, root, lock)
     except HarnessError as exc:
         print(f"error: {exc}", file=sys.stderr)
         if not measured and not any(root.iterdir()):
@@ -296,7 +555,8 @@ def write(root: Path, measured: list[Measured], args: argparse.Namespace, comman
                 "harness_command": m.harness_command, "by_hand_command": m.by_hand_command} for m in measured]
     summary = {"issue": 53, "scenario": SCENARIO, "duration_s": args.duration, "pairs_asked": args.pairs,
                "confidence": CONFIDENCE, "interval": f"percentile bootstrap of the median ratio ({RESAMPLES} "
-               f"resamples, seed {SEED}); none below {MIN_PAIRS} pairs", "command": command, "results": results}
+               f"resamples, seed {SEED}); none below {MIN_PAIRS} pairs", "candidates_off": sorted(candidates_off()),
+               "load": os.getloadavg(), "command": command, "results": results}
     (root / "overhead.json").write_text(json.dumps(summary, indent=2) + "\n")
 
 

@@ -34,7 +34,7 @@ from harness.store.results import ResultsFolder, RunRow, read_meta_row
 from harness.store.stall import StallRecord
 from harness.suite import preflight, stall
 from harness.suite.execution import execute, execute_together, split_evenly
-from harness.suite.lock import acquire, folder_lock, record_folder
+from harness.suite.lock import Held, acquire, folder_lock, record_folder
 from harness.suite.plan import Plan
 from harness.targets import Setup
 from harness.targets.file_server import Target, ensure_allowed
@@ -385,9 +385,11 @@ class Bench:
 
 
 @contextmanager
-def opened(plan: Plan, runtime: Runtime | None = None) -> Iterator[Bench]:
+def opened(plan: Plan, runtime: Runtime | None = None, lock: Held | None = None) -> Iterator[Bench]:
     """Pre-flight, the single-instance lock, SIGINT and SIGTERM as an interrupt, the tools prepared, the shaper
-    chosen, the results folder opened (or resumed) and the runtime entered, for as long as the suite runs."""
+    chosen, the results folder opened (or resumed) and the runtime entered, for as long as the suite runs.
+    ``lock``: the machine's lock held already by the caller, for several suites in a row (the overhead check,
+    harness/suite/overhead_check.py: nothing else may run between its pairs); it stays held after the suite."""
     preflight.check_resume(plan)      # bad input: before the runtime is made, the pre-flight and the lock
     # The folder the tools write into, mounted into containers: a resumed one may live outside results_root.
     root = plan.resume.parent if plan.resume is not None else plan.results_root
@@ -395,7 +397,8 @@ def opened(plan: Plan, runtime: Runtime | None = None) -> Iterator[Bench]:
     runtime.split = plan.split
     runtime.target_ids = frozenset(s.target for s in plan.scenarios)
     preflight.check(plan, runtime)
-    lock = acquire()
+    ours = lock is None
+    lock = acquire() if ours else lock
     # Every interrupting signal stops the suite alike: SIGTERM, and SIGINT even when inherited ignored (a harness
     # started in the background by a shell without job control, or by a supervisor, then sent `kill -INT`).
     previous = {sig: signal.signal(sig, _raise_on_sigterm) for sig in INTERRUPTS}
@@ -426,7 +429,8 @@ def opened(plan: Plan, runtime: Runtime | None = None) -> Iterator[Bench]:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-        lock.close()
+        if ours:
+            lock.close()
 
 
 def _check_targets(plan: Plan, runtime: Runtime) -> None:
@@ -443,9 +447,11 @@ def _check_targets(plan: Plan, runtime: Runtime) -> None:
             raise HarnessError(f"target {setup.describe()} failed its pre-flight check: {exc}") from None
 
 
-def run_suite(plan: Plan, runtime: Runtime | None = None) -> tuple[ResultsFolder, list[RunRow]]:
-    """``runtime``: one made already (the tests' in-process runtime); by default plan.runtime's."""
-    with opened(plan, runtime) as bench:
+def run_suite(plan: Plan, runtime: Runtime | None = None,
+              lock: Held | None = None) -> tuple[ResultsFolder, list[RunRow]]:
+    """``runtime``: one made already (the tests' in-process runtime); by default plan.runtime's. ``lock``: the
+    machine's lock, held by the caller (see opened)."""
+    with opened(plan, runtime, lock) as bench:
         runs = [(s, t, r) for s, t, r in plan.runs if (s.id, t.name, r) not in bench.finished]
         rows: list[RunRow] = []
         beyond_s: list[float] = []   # each run's wall time beyond its duration (the ETA learns from them)
