@@ -7,7 +7,10 @@ format a transformation of it, as Nighthawk does):
   RunRow) and valid against ``schema/run-row.schema.json``, which is generated from that definition
   (``--write-schema`` rewrites it; tests/test_export.py fails when the kept file differs);
 - ``FOLDER/export/metrics.om``: OpenMetrics text, one gauge family per numeric figure (``lth_<column>``, its HELP
-  the column's meaning), each sample labelled by tool, scenario, runtime, protocol and repeat.
+  the column's meaning), each sample labelled by tool, scenario, runtime, protocol and repeat;
+- ``FOLDER/export/hdr/<tool>-<scenario>-<runtime>-<protocol>-<repeat>[-wire].hlog``: each run's HdrHistogram logs
+  (harness/store/hdr.py: the tool's latencies where it gives them, the wire's with --capture), several
+  generators' parts added into one.
 
 Exit status: 0; 2 on bad input (one line: not a results folder, a row its schema refuses).
 """
@@ -17,6 +20,7 @@ import argparse
 import csv
 import json
 import math
+import re
 import sys
 from dataclasses import fields
 from pathlib import Path
@@ -29,6 +33,8 @@ from pydantic import TypeAdapter, ValidationError
 
 from harness import REPO_ROOT
 from harness.errors import HarnessError
+from harness.store import hdr
+from harness.store.hdr import LOG_NAME, WIRE_LOG
 from harness.store.results import RunRow
 from harness.store.safe import write_text_inside
 
@@ -110,10 +116,32 @@ def openmetrics(rows: list[dict]) -> str:
     return generate_latest(registry).decode()
 
 
+def hdr_logs(folder: Path, rows: list[dict]) -> list[Path]:
+    """Each run's HdrHistogram logs (the tool's and, with --capture, the wire's) under one name per run in
+    export/hdr/; a run of several generators gets its parts' logs added into one (exact, no averaging)."""
+    written = []
+    for row in rows:
+        run_dir = folder / row["run_dir"]
+        name = re.sub(r"[^A-Za-z0-9.+-]", "_", "-".join(str(row[label]) for label in LABELS
+                                                         if row.get(label) not in (None, "")))
+        for stored, suffix in ((LOG_NAME, ""), (WIRE_LOG, "-wire")):
+            parts = [run_dir / stored] if (run_dir / stored).is_file() else sorted(run_dir.glob(f"generator-*/{stored}"))
+            if not parts:
+                continue
+            merged = hdr.empty()
+            for part in parts:
+                merged.add(hdr.read_log(part))
+            comments = [f"{row['tool']} {row['scenario']} {row['runtime']}: {row['run_dir']}/{stored}"
+                        + (f" of {len(parts)} generators, added" if len(parts) > 1 else "")]
+            written.append(folder / "export" / "hdr" / hdr.write_log(
+                hdr.to_counts(merged), folder / "export" / "hdr", comments, name=f"{name}{suffix}.hlog"))
+    return written
+
+
 def export(folder: Path) -> list[Path]:
     rows = typed_rows(folder)
     return [write_text_inside(folder, Path("export") / "rows.jsonl", jsonl(rows)),
-            write_text_inside(folder, Path("export") / "metrics.om", openmetrics(rows))]
+            write_text_inside(folder, Path("export") / "metrics.om", openmetrics(rows)), *hdr_logs(folder, rows)]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -6,10 +6,12 @@ import math
 import shutil
 
 import jsonschema
+import numpy as np
 import pytest
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
 
 from analysis import export
+from harness.store import hdr
 from conftest import REPO
 
 QUICK3 = sorted((REPO / "tests" / "fixtures" / "scorecard").glob("*"))
@@ -78,3 +80,23 @@ def test_a_row_its_schema_refuses_is_one_line_and_exit_2(tmp_path, capsys):
     said = capsys.readouterr().err
     assert said.count("\n") == 1 and "line 2: vus:" in said and not (folder / "export").exists()
     assert export.main([str(tmp_path / "nothing")]) == 2
+
+
+def test_each_runs_hdr_logs_are_exported_under_its_labels_and_read_back_by_the_library(tmp_path):
+    """One run's log, and a run of two generators whose parts' logs are added into one."""
+    folder = tmp_path / "run"
+    (folder / "vu20" / "wrk").mkdir(parents=True)
+    values = np.random.default_rng(51).lognormal(-1, 1, 2000)
+    hdr.write_log(hdr.counts_of(values), folder / "vu20" / "wrk", ["source: a test"])
+    for index, half in enumerate((values[:700], values[700:]), start=1):
+        (folder / "vu100" / "wrk" / f"generator-{index}").mkdir(parents=True)
+        hdr.write_log(hdr.counts_of(half), folder / "vu100" / "wrk" / f"generator-{index}", ["source: a part"])
+    rows = [{"tool": "wrk", "scenario": s, "runtime": "host", "protocol": "http/1.1", "repeat": 1, "run_dir": f"{s}/wrk"}
+            for s in ("vu20", "vu100")]
+    written = export.hdr_logs(folder, rows)
+    assert [p.name for p in written] == ["wrk-vu20-host-http/1.1-1.hlog".replace("/", "_"),
+                                         "wrk-vu100-host-http/1.1-1.hlog".replace("/", "_")]
+    for path in written:
+        log = hdr.read_log(path)
+        assert log.get_total_count() == values.size
+        assert log.get_value_at_percentile(90) / hdr.NS_PER_MS == pytest.approx(np.percentile(values, 90), rel=2e-3)

@@ -18,6 +18,7 @@ import pytest
 from conftest import REPO, LabRun, assert_rederives, require_root_tools, rows
 from harness.lab import lab, missing
 from harness.runtimes.ssh import SSH_CONFIG_ENV
+from harness.store import hdr
 
 SCENARIO = "scenarios/shootout.yaml:vu20-rtt0.1"
 TOOLS = ("wrk", "ab", "k6", "jmeter", "oha")
@@ -118,9 +119,13 @@ def test_two_generators_make_one_merged_row(two_generators, hosts):
         for index in (1, 2):
             part = json.loads((latest / row["run_dir"] / f"generator-{index}" / "meta.json").read_text())
             assert part["row"]["vus"] == 10 and part["row"]["status"] == "ok"
-    for tool in ("wrk", "oha"):      # histograms: the percentiles of the union
+    for tool in ("wrk", "oha"):      # HdrHistogram logs: the percentiles of the union, read by the library too
         assert float(found[tool]["lat_p50_ms"]) <= float(found[tool]["lat_p99_ms"])
-        assert (latest / found[tool]["run_dir"] / "generator-1" / "latency-histogram.csv").is_file()
+        logs = [hdr.read_log(latest / found[tool]["run_dir"] / f"generator-{i}" / "latency.hlog") for i in (1, 2)]
+        logs[0].add(logs[1])
+        assert logs[0].get_total_count() == int(found[tool]["requests"]), tool
+        assert logs[0].get_value_at_percentile(50) / hdr.NS_PER_MS == pytest.approx(
+            float(found[tool]["lat_p50_ms"]), rel=2e-3), tool      # 3 digits; the library rounds its rank
     assert not list(latest.rglob("oha.db"))        # read into the histogram, then removed
     assert found["ab"]["lat_p50_ms"] == "" and "percentiles stay empty" in found["ab"]["notes"]
     assert_rederives(latest.resolve(), results)     # the merge, from the parts' raw files (every scenario's)

@@ -47,7 +47,7 @@ def test_two_wrk_parts_merge_into_the_union_of_their_requests():
     assert merged.lat_max_ms == max(one.lat_max_ms, two.lat_max_ms)
     # The union's p99 is not the average of the parts' (which is what must never be reported).
     assert merged.lat_p99_ms != pytest.approx((one.lat_p99_ms + two.lat_p99_ms) / 2)
-    assert "merged histograms" in how
+    assert "merged HdrHistogram logs" in how
 
 
 def test_without_histograms_only_exact_figures_are_merged():

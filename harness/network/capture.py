@@ -21,12 +21,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
+import numpy as np
+
 from harness import PREFIX
 from harness.network import openers
 from harness.network.fidelity import schedule_fidelity
-from harness.network.wire import FIXED_SNAPLEN, request_send_times, summarise
+from harness.network.wire import FIXED_SNAPLEN, WireSummary, request_send_times, summarise
 from harness.processes import end_process, signals_deferred
 from harness.runtimes.base import Session
+from harness.store import hdr
+from harness.store.hdr import WIRE_LOG
 from harness.targets.file_server import Target
 
 TCPDUMP = "tcpdump"
@@ -135,6 +139,7 @@ class Capture:
             return {**self.facts, "error": str(exc)}
         fidelity = _fidelity(self.pcap, self.port, self.paced) if self.paced else {}
         opened = self._openers()
+        wire_log = _wire_log(summary, self.pcap.parent, self.facts)
         pcap_bytes = self.pcap.stat().st_size
         if not self.keep_pcap:
             self.pcap.unlink()
@@ -142,7 +147,7 @@ class Capture:
                           "from just before the tool started until it exited; the harness's probe, target check "
                           "and stub_status reads are outside", **self.facts, "pcap_bytes": pcap_bytes,
                 "pcap": self.pcap.name if self.keep_pcap else "deleted after parsing", **summary.describe(),
-                **fidelity, **opened}
+                **fidelity, **opened, **wire_log}
 
     def _openers(self) -> dict:
         """{"openers": how the connections opened} of an HTTP/2 run (or why it is not known); {} otherwise."""
@@ -157,6 +162,18 @@ class Capture:
         finally:
             if not self.keep_pcap:
                 self.openers_pcap.unlink(missing_ok=True)
+
+
+def _wire_log(summary: WireSummary, run_dir: Path, facts: dict) -> dict:
+    """{"hlog": ...}: the wire's request-to-response latencies as an HdrHistogram log (hdr.py), or {}."""
+    if not len(summary.latencies_ms):
+        return {}
+    name = hdr.write_log(hdr.counts_of(summary.latencies_ms), run_dir,
+                         ["source: the wire (tcpdump on the generator's link): first request packet to the last "
+                          "response packet of each answered pair", "timing resolution: 1 ns (tcpdump --time-stamp-precision=nano)"],
+                         facts.get("started_at", 0.0), facts.get("stopped_at", 0.0) - facts.get("started_at", 0.0),
+                         name=WIRE_LOG)
+    return {"hlog": name}
 
 
 def _fidelity(pcap: Path, port: int, paced: tuple[int, str]) -> dict:

@@ -2,9 +2,9 @@
 split and released together by the runner), each part derived on its own.
 
 Counts and rates add up (the parts ran at the same time against the same Nginx). Latencies are
-merged from each part's latency histogram (ToolAdapter.latency_histogram: the tool's own
-histogram, or its per-request log): the percentiles of the union of every request, never an
-average of percentiles. Where a part has no histogram, only min, max and the request-weighted
+merged from each part's HdrHistogram log (ToolAdapter.latency_histogram: the tool's own histogram, or
+its per-request log, stored by harness/store/hdr.py): the percentiles of the union of every request
+(exact to the log's 3 significant digits), never an average of percentiles. Where a part has no histogram, only min, max and the request-weighted
 mean are exact: the percentiles stay empty.
 """
 from __future__ import annotations
@@ -14,23 +14,31 @@ from dataclasses import fields
 from pathlib import Path
 
 from harness.stats import histogram_metrics
+from harness.store import hdr
 from harness.store.figures import Figures
 from harness.tools.output import LatencyHistogram
 
-HISTOGRAM_CSV = "latency-histogram.csv"
+LEGACY_HISTOGRAM_CSV = "latency-histogram.csv"   # what folders before the HdrHistogram log kept (read only)
 
 
-def write_histogram(histogram: LatencyHistogram, folder: Path) -> dict:
-    """The part's latency histogram as a stored raw file (the tool's own per-request data can be
+def write_histogram(histogram: LatencyHistogram, folder: Path, resolution_ms: float | None = None,
+                    started_at: float = 0.0, duration_s: float = 0.0) -> dict:
+    """The part's latencies as an HdrHistogram log beside its output (the tool's own per-request data can be
     large and some adapters drop it once read); returns what the part's record keeps about it."""
-    lines = ["latency_ms,count", *(f"{ms:.6f},{count}" for ms, count in sorted(histogram.counts.items()))]
-    (folder / HISTOGRAM_CSV).write_text("\n".join(lines) + "\n")
-    return {"file": HISTOGRAM_CSV, "total": histogram.total, "source": histogram.source}
+    comments = [f"source: {histogram.source}", f"requests: {histogram.total} (recorded: {sum(histogram.counts.values())})"]
+    if resolution_ms is not None:
+        comments.append(f"the tool's timing resolution: {resolution_ms:g} ms")
+    name = hdr.write_log(histogram.counts, folder, comments, started_at, duration_s)
+    return {"file": name, "total": histogram.total, "source": histogram.source, "format": "hdrhistogram log, ns"}
 
 
 def read_histogram(folder: Path, stored: dict) -> LatencyHistogram:
-    rows = (folder / stored["file"]).read_text().splitlines()[1:]
-    counts = {float(ms): int(count) for ms, count in (row.split(",") for row in rows)}
+    path = folder / stored["file"]
+    if stored["file"] == LEGACY_HISTOGRAM_CSV:
+        rows = path.read_text().splitlines()[1:]
+        counts = {float(ms): int(count) for ms, count in (row.split(",") for row in rows)}
+    else:
+        counts = hdr.to_counts(hdr.read_log(path))
     return LatencyHistogram(counts, total=stored["total"], source=stored["source"])
 
 
@@ -50,7 +58,7 @@ def merged_figures(parts: list[Figures], histograms: list[LatencyHistogram | Non
         for name in (f.name for f in fields(Figures) if f.name.startswith("lat_")):
             setattr(merged, name, getattr(latency, name))
         merged.lat_max_ms = _max([p.lat_max_ms for p in parts])   # a cut histogram lacks it; each part knows its own
-        return merged, (f"latencies: nearest-rank percentiles over the parts' merged histograms "
+        return merged, (f"latencies: nearest-rank percentiles over the parts' merged HdrHistogram logs "
                         f"({'; '.join(dict.fromkeys(h.source for h in histograms))})")
     merged.lat_min_ms = _min([p.lat_min_ms for p in parts])
     merged.lat_max_ms = _max([p.lat_max_ms for p in parts])

@@ -189,7 +189,7 @@ def _execute(record: RunRecord, sessions: list[Session], adapter: ToolAdapter, s
             part.executed = not isinstance(execution, BaseException)
             if not part.executed:
                 part.error = f"{type(execution).__name__}: {execution}"
-            elif several and execution.exit_code == 0 and not execution.timed_out:
+            elif execution.exit_code == 0 and not execution.timed_out:
                 part.histogram = _store_histogram(adapter, spec, execution)
     return executions
 
@@ -216,13 +216,18 @@ def _load(record: RunRecord, sessions: list[Session], adapter: ToolAdapter, scen
 
 
 def _store_histogram(adapter: ToolAdapter, spec: RunSpec, execution: Execution) -> dict | None:
-    """A part's latency histogram, for the merge, kept as a raw file beside its output."""
+    """A part's latencies as an HdrHistogram log beside its output (latency.hlog: for the merge of several
+    generators, and for whoever reads HdrHistogram logs), where its tool gives a histogram or per-request
+    log without being asked for more than its run (oha's per-request database: several generators only)."""
     try:
         histogram = adapter.latency_histogram(ToolOutput(spec, execution.stdout, execution.stderr,
                                                          execution.exit_code or 0, execution.launched_at))
     except Exception as exc:  # noqa: BLE001 - without it the merge keeps counts only
         return {"error": f"{type(exc).__name__}: {exc}"}
-    return None if histogram is None else merge.write_histogram(histogram, spec.out_dir)
+    if histogram is None:
+        return None
+    return merge.write_histogram(histogram, spec.out_dir, adapter.timing_resolution_ms, execution.launched_at,
+                                 spec.duration_s)
 
 
 def _part(session: Session, target: Target, adapter: ToolAdapter, vus: int, rate: int | None, part_folder: str,
