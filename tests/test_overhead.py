@@ -182,3 +182,11 @@ def test_an_unknown_tool_is_refused_before_any_folder_is_made(tmp_path, capsys):
 def test_bad_arguments_are_refused(argv):
     with pytest.raises(SystemExit):
         oc.parse_args(argv)
+
+
+def test_a_harness_run_that_cannot_start_fails_its_pair_not_the_check(tmp_path, monkeypatch):
+    def refused(plan, lock=None):
+        raise oc.HarnessError("the host runtime creates a network namespace and needs root")
+    monkeypatch.setattr(oc, "run_suite", refused)
+    rps, folder, error = oc.harness_side("host", PrintsItsRate(), None, None, tmp_path, lock=None)
+    assert (rps, folder) == (None, tmp_path / "harness") and error.endswith("needs root")

@@ -407,9 +407,13 @@ class Measured:
 
 def harness_side(runtime: str, adapter: ToolAdapter, scenario: Scenario, split: CpuSplit, root: Path,
                  lock: Held) -> tuple[float | None, Path, str | None]:
-    """One `harness run` of the scenario: (its RPS or None, its run's folder, its error)."""
+    """One `harness run` of the scenario: (its RPS or None, its run's folder, its error). A suite that cannot
+    start (a pre-flight problem, a target that does not come up) fails this pair, not the check."""
     plan = Plan(runtime=runtime, tools=[adapter], scenarios=[scenario], results_root=root / "harness", split=split)
-    folder, (row,) = run_suite(plan, lock=lock)
+    try:
+        folder, (row,) = run_suite(plan, lock=lock)
+    except HarnessError as exc:
+        return None, root / "harness", f"harness: {exc}"
     error = None if row.status == "ok" else f"harness: {row.status}: {row.error}"
     return (row.rps if row.status == "ok" else None), folder.path / row.run_dir, error
 
