@@ -188,5 +188,6 @@ def test_a_harness_run_that_cannot_start_fails_its_pair_not_the_check(tmp_path, 
     def refused(plan, lock=None):
         raise oc.HarnessError("the host runtime creates a network namespace and needs root")
     monkeypatch.setattr(oc, "run_suite", refused)
-    rps, folder, error = oc.harness_side("host", PrintsItsRate(), None, None, tmp_path, lock=None)
+    (wrk,) = oc.registry.select("wrk")
+    rps, folder, error = oc.harness_side("host", wrk, None, None, tmp_path, lock=None)
     assert (rps, folder) == (None, tmp_path / "harness") and error.endswith("needs root")
