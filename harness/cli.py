@@ -13,6 +13,7 @@ from harness.cpus import NO_SPLIT, CpuSplit, choose_split
 from harness.errors import HarnessError
 from harness.network.shaping import SHAPERS
 from harness.runtimes import GENERATORS_NEED_A_TARGET_HOST, RUNTIMES
+from harness.runtimes import swarm_options
 from harness.store.results import ResultsFolder
 from harness.suite.cleanup import clean_state
 from harness.suite.lock import TESTHOST, acquire, wait_s
@@ -130,6 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--junit", type=_absolute_path, metavar="FILE",
                      help="with objectives (--slo or the scenarios'): JUnit XML, a test case per row and objective")
     _add_cpus_and_grace(run)
+    swarm_options.add_options(run)
 
     _capacity_parser(commands)
     commands.add_parser("list-tools", help="show the tool adapters found in tools/")
@@ -254,7 +256,8 @@ def _plan(args: argparse.Namespace, split: CpuSplit | None = None) -> Plan:
                 shaper=args.shaper, resume=args.resume, force=args.force, grace_s=args.grace,
                 allow_external_target=args.allow_external_target, repeat=args.repeat,
                 capture=args.capture or args.keep_pcap, keep_pcap=args.keep_pcap,
-                target_host=args.target_host, generator_hosts=generators, split=split or _split(args))
+                target_host=args.target_host, generator_hosts=generators, split=split or _split(args),
+                **swarm_options.plan_options(args, chosen))
 
 
 def check_run_arguments(run_args: list[str]) -> None:

@@ -1,10 +1,17 @@
-"""Where tools and target run: ``host`` (bare metal + a network namespace) or ``docker``."""
+"""Where tools and target run: ``host`` (bare metal + a network namespace), ``docker``, or ``swarm``
+(services of a Docker swarm, harness/runtimes/swarm.py)."""
+from __future__ import annotations
+
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harness.errors import HarnessError
 from harness.runtimes.base import Runtime, Session
 
-RUNTIMES = ("docker", "host")
+if TYPE_CHECKING:
+    from harness.runtimes.swarm_options import SwarmOptions
+
+RUNTIMES = ("docker", "host", "swarm")
 
 
 GENERATORS_NEED_A_TARGET_HOST = ("--generator-host needs --target-host: a target on this machine is in a namespace "
@@ -13,7 +20,7 @@ GENERATORS_NEED_A_TARGET_HOST = ("--generator-host needs --target-host: a target
 
 
 def make_runtime(name: str, results_dir: Path, target_host: str | None = None,
-                 generator_hosts: tuple[str, ...] = ()) -> Runtime:
+                 generator_hosts: tuple[str, ...] = (), swarm: "SwarmOptions | None" = None) -> Runtime:
     if generator_hosts and not target_host:
         raise HarnessError(GENERATORS_NEED_A_TARGET_HOST)
     if target_host and name == "host":
@@ -22,6 +29,10 @@ def make_runtime(name: str, results_dir: Path, target_host: str | None = None,
     if target_host and name == "docker":
         from harness.runtimes.remote_docker import RemoteDockerRuntime
         return RemoteDockerRuntime(target_host, list(generator_hosts), results_dir)
+    if name == "swarm":
+        from harness.runtimes.swarm import SwarmRuntime
+        from harness.runtimes.swarm_options import SwarmOptions
+        return SwarmRuntime(swarm or SwarmOptions(), results_dir)
     if name == "host":
         from harness.runtimes.host import HostRuntime
         return HostRuntime()

@@ -105,6 +105,15 @@ def bundle(adapters: list[ToolAdapter]) -> bytes:
     return data.getvalue()
 
 
+def there(text: str, workdir: str, run_dir: Path | None = None, remote_run: str | None = None) -> str:
+    """``text`` with this machine's paths replaced by their copies where the tool runs: the run's folder
+    by ``remote_run``, the repository by ``workdir`` (where ``bundle`` was unpacked). Generator hosts and
+    engine tasks (task.py) alike."""
+    if run_dir is not None and remote_run is not None:
+        text = text.replace(str(run_dir), remote_run)
+    return text.replace(str(REPO_ROOT), workdir)
+
+
 class ProcessTable:
     """The generator host's processes as ``ps`` last listed them: pid -> (ppid, rss KiB, name)."""
 
@@ -205,9 +214,7 @@ class GeneratorHost:
 
     def there(self, text: str, run_dir: Path | None = None, remote_run: str | None = None) -> str:
         """``text`` with this machine's paths replaced by their copies on the generator host."""
-        if run_dir is not None and remote_run is not None:
-            text = text.replace(str(run_dir), remote_run)
-        return text.replace(str(REPO_ROOT), self.workdir)
+        return there(text, self.workdir, run_dir, remote_run)
 
 
 class RemoteGeneratorSession(Session):

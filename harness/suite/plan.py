@@ -6,6 +6,7 @@ from pathlib import Path
 
 from harness.cpus import CpuSplit, choose_split
 from harness.errors import HarnessError
+from harness.runtimes.swarm_options import SwarmOptions
 from harness.scenarios import Scenario
 from harness.tools.adapter import ToolAdapter
 
@@ -27,6 +28,7 @@ class Plan:
     capture: bool = False         # record the tool's packets with tcpdump: wire_* columns
     keep_pcap: bool = False       # with capture: keep each run's pcap next to its output
     split: CpuSplit = field(default_factory=choose_split)   # target and tool CPU sets (harness/cpus.py)
+    swarm: SwarmOptions | None = None   # --runtime swarm: its generator tasks (harness/runtimes/swarm.py)
 
     def __post_init__(self) -> None:
         for name in ("results_root", "resume"):

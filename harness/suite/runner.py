@@ -398,7 +398,7 @@ def opened(plan: Plan, runtime: Runtime | None = None, lock: Held | None = None)
     preflight.check_resume(plan)      # bad input: before the runtime is made, the pre-flight and the lock
     # The folder the tools write into, mounted into containers: a resumed one may live outside results_root.
     root = plan.resume.parent if plan.resume is not None else plan.results_root
-    runtime = runtime or make_runtime(plan.runtime, root, plan.target_host, plan.generator_hosts)
+    runtime = runtime or make_runtime(plan.runtime, root, plan.target_host, plan.generator_hosts, plan.swarm)
     runtime.split = plan.split
     runtime.target_ids = frozenset(s.target for s in plan.scenarios)
     preflight.check(plan, runtime)
