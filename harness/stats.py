@@ -1,11 +1,17 @@
 """One latency definition for every tool whose per-request log the harness reads itself.
 
-Percentiles use the nearest-rank definition (numpy's ``inverted_cdf``): p99 is the smallest
-latency that at least 99% of requests did not exceed, always a latency that was observed.
+Percentiles use the nearest-rank definition: p99 is the smallest latency that at least 99% of
+requests did not exceed, always a latency that was observed. Every percentile the harness computes
+(a tool's per-request log, a histogram, the wire's pairs and handshakes, the stall's expected
+schedule) goes through :func:`nearest_rank`; tests/test_percentiles.py fails on a second definition.
+The rank is ceil(p% of n) in exact arithmetic: numpy's ``inverted_cdf`` (the same rule) computes it in
+floats and takes the next value where p% of n is a whole number it rounds up (p99.9 of 1,000: the 1,000th).
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
+from fractions import Fraction
 
 import numpy as np
 
@@ -15,13 +21,35 @@ PERCENTILES = (50, 75, 90, 95, 99)
 DEFINITION = "nearest-rank percentiles over every request in the tool's per-request log"
 
 
+def nearest_rank(p: float, count: int) -> int:
+    """The 1-based rank of the p-th percentile (0 <= p <= 100) among ``count`` values: ceil(p% of count),
+    at least 1, in exact arithmetic (``p`` as written: 99.9 is 999/1000)."""
+    if not 0 <= p <= 100:
+        raise ValueError(f"a percentile is between 0 and 100, not {p}")
+    return max(1, math.ceil(Fraction(str(p)) * count / 100))
+
+
+def percentiles(values: Sequence[float] | np.ndarray, points: Sequence[float]) -> list[float] | None:
+    """The nearest-rank percentiles ``points`` of ``values`` (None: no values)."""
+    ordered = np.sort(np.asarray(values, dtype=float))
+    if ordered.size == 0:
+        return None
+    return [float(ordered[nearest_rank(p, ordered.size) - 1]) for p in points]
+
+
+def percentile(values: Sequence[float] | np.ndarray, p: float) -> float | None:
+    """One nearest-rank percentile of ``values`` (None: no values)."""
+    found = percentiles(values, (p,))
+    return None if found is None else found[0]
+
+
 def latency_metrics(latencies_ms: Sequence[float] | np.ndarray, **fields) -> Metrics:
     """Metrics with min/mean/percentiles/max computed from per-request latencies (ms);
     ``fields`` sets the rest (requests, errors, rps, measured_s, load_start_s, source, notes)."""
     values = np.asarray(latencies_ms, dtype=float)
     if values.size == 0:
         return Metrics(**fields)
-    points = np.percentile(values, PERCENTILES, method="inverted_cdf")
+    points = percentiles(values, PERCENTILES)
     return Metrics(
         lat_min_ms=float(values.min()), lat_mean_ms=float(values.mean()), lat_max_ms=float(values.max()),
         **{f"lat_p{p}_ms": float(v) for p, v in zip(PERCENTILES, points)},
@@ -42,7 +70,7 @@ def histogram_metrics(counts: Mapping[float, int], total: int | None = None, **f
     cumulative = np.cumsum(weights)
 
     def point(p: int) -> float | None:
-        rank = -(-p * total // 100)          # ceil(p% of total) in integers: no float rounding
+        rank = nearest_rank(p, total)
         return float(values[np.searchsorted(cumulative, rank)]) if rank <= known else None
 
     complete = known == total

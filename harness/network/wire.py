@@ -30,6 +30,8 @@ from typing import Callable, Iterator, TypeVar
 
 import numpy as np
 
+from harness.stats import percentile
+
 MAGIC_US, MAGIC_NS = 0xA1B2C3D4, 0xA1B23C4D
 LINKTYPE_ETHERNET, LINKTYPE_LINUX_SLL = 1, 113
 ETHERTYPE_IPV4, PROTO_TCP = 0x0800, 6
@@ -74,7 +76,8 @@ class WireSummary:
     last_request_ns: int | None = None   # the last request's first packet: when the tool stopped sending
 
     def percentile(self, q: float) -> float | None:
-        return float(np.percentile(self.latencies_ms, q)) if len(self.latencies_ms) else None
+        """The latencies' q-th percentile by the harness's one definition (harness/stats.py: nearest rank)."""
+        return percentile(self.latencies_ms, q)
 
     def out_of_order(self) -> str | None:
         """What no capture in time order gives (None: nothing): a span, latency or handshake below 0."""
@@ -101,10 +104,9 @@ class WireSummary:
                 "p50_ms": self.percentile(50), "p99_ms": self.percentile(99),
                 "min_ms": float(self.latencies_ms.min()) if timed else None,
                 "max_ms": float(self.latencies_ms.max()) if timed else None,
-                "connect_p50_ms": float(np.median(self.handshakes_ms)) if len(self.handshakes_ms) else None,
+                "connect_p50_ms": percentile(self.handshakes_ms, 50),
                 "connects": len(self.handshakes_ms), "answered_after_stop": timed - len(until_stop),
-                "p50_until_stop_ms": float(np.percentile(until_stop, 50)) if len(until_stop) else None,
-                "p99_until_stop_ms": float(np.percentile(until_stop, 99)) if len(until_stop) else None}
+                "p50_until_stop_ms": percentile(until_stop, 50), "p99_until_stop_ms": percentile(until_stop, 99)}
 
 
 def _header(data: bytes | mmap.mmap) -> tuple[str, int, int]:

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from harness.stats import percentiles
+
 
 @dataclass(frozen=True)
 class Expected:
@@ -36,7 +38,7 @@ def expected_latencies_ms(rate_rps: float, duration_s: float, stall_at_s: float,
 
 def expected(rate_rps: float, duration_s: float, stall_at_s: float, stall_ms: float, rtt_ms: float) -> Expected:
     latencies = expected_latencies_ms(rate_rps, duration_s, stall_at_s, stall_ms, rtt_ms)
-    p50, p99 = np.percentile(latencies, (50, 99), method="inverted_cdf")
+    p50, p99 = percentiles(latencies, (50, 99))
     return Expected(requests=len(latencies), stalled=int(np.count_nonzero(latencies > rtt_ms)),
                     p50_ms=float(p50), p99_ms=float(p99), max_ms=float(latencies.max()))
 
