@@ -253,7 +253,7 @@ class SwarmRuntime(Runtime):
         with undone_on_error(self):
             self._swarm = join_or_init(self.options)
             docker("network", "create", "--driver", "overlay", "--attachable", "--subnet", free_subnet(OVERLAYS),
-                   "--label", LABEL, self._network)
+                   "--label", LABEL, "--label", f"{PREFIX}=swarm", self._network)
             self._network_made = True
             self._target = self._start_target()
             self._cpus = self._generator_cpus()
@@ -282,6 +282,7 @@ class SwarmRuntime(Runtime):
     def _start_target(self) -> TargetService:
         name, port = f"{PREFIX}-target-{self._token}", free_port()
         docker("service", "create", "--detach", "--name", name, "--label", f"{LABEL}={self._token}",
+               "--container-label", f"{PREFIX}=swarm-target",
                "--constraint", f"node.labels.{TARGET_LABEL}==true", "--network", self._network,
                "--endpoint-mode", "dnsrr", "--publish", f"mode=host,target=80,published={port}",
                "--no-resolve-image", "--restart-condition", "none", "--init", TARGET_IMAGE)
@@ -351,6 +352,7 @@ class SwarmRuntime(Runtime):
         """The run's replicated job: N tasks of the tool's image, each running task_agent.pl."""
         parts = str(self.options.generators)
         docker("service", "create", "--detach", "--name", job, "--label", f"{LABEL}={self._token}",
+               "--container-label", f"{PREFIX}=swarm-generator",
                "--mode", "replicated-job", "--replicas", parts, "--max-concurrent", parts,
                "--restart-condition", "none", "--no-resolve-image", "--network", self._network, "--init",
                "--constraint", f"node.labels.{GENERATOR_LABEL}==true",
