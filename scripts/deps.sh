@@ -80,18 +80,29 @@ fi
 if [ -n "$compiled" ]; then
   [ -z "$(of_kind go)" ] || tools/_lib/go-toolchain.sh >/dev/null
   [ -z "$(of_kind cargo)" ] || tools/_lib/cargo-toolchain.sh >/dev/null
-  echo "deps: installing $(echo $compiled | xargs -n1 basename | paste -sd, -) in the background (a compile where missing; log: $compile_log)"
+  names=$(echo $compiled | xargs -n1 basename | paste -sd, -)
   # The compiles hold this lock until they end (flock: inherited by the background job, released when it
   # ends): with NEED_TOOLS=0 nothing here waits for them, the Docker runtime's image builds do
-  # (harness/runtimes/docker.py, COMPILE_LOCK), after every other image.
+  # (harness/runtimes/docker.py), and so does a host run of a tool not yet installed (harness/runtimes/host.py;
+  # both: harness/runtimes/compiles.py). Another deps.sh's compiles still running: they end first.
   exec 9>/var/lock/lth-compile.lock
-  flock 9
+  flock -n 9 || { echo "deps: waiting for the compile another scripts/deps.sh runs (log: $compile_log)"; flock 9; }
+  if [ "$NEED_TOOLS" = 0 ]; then
+    echo "deps: compiling $names in the background where missing (log: $compile_log, which ends with a line" \
+         "saying done or failed; scripts/wait-compiles.sh waits for it)"
+  else
+    echo "deps: compiling $names in the background where missing, while the rest installs; this waits for it at" \
+         "the end (log: $compile_log)"
+  fi
   # The Go tools and the cargo tools in two streams side by side (their downloads overlap); the subshell fails
-  # (set -e) when either stream does.
+  # when either stream does, and its last line says "done" or "failed" (scripts/wait-compiles.sh reads it).
   install_each() { for folder in "$@"; do "$folder/install.sh" || { echo "deps: installing $(basename "$folder") failed" >&2; return 1; }; done; }
-  ( install_each $(of_kind go) & go_stream=$!
-    install_each $(of_kind cargo)
-    wait $go_stream
+  ( started=$(date +%s) status=done
+    install_each $(of_kind go) & go_stream=$!
+    install_each $(of_kind cargo) || status=failed
+    wait $go_stream || status=failed
+    echo "deps: compile of $names $status after $(( $(date +%s) - started )) s ($(date -u +%H:%M:%SZ))"
+    [ $status = done ]
   ) >"$compile_log" 2>&1 &
   compile_pid=$!
   exec 9>&-
@@ -168,9 +179,12 @@ for folder in $folders; do
   "$folder/install.sh" || die "installing $(basename "$folder") failed ($folder/install.sh)"
 done
 if [ -n "$compile_pid" ] && [ "$NEED_TOOLS" = 0 ]; then
-  echo "deps: the compiles go on in the background (log: $compile_log); the images that need them wait for them"
+  echo "deps: the compile of $names goes on in the background (log: $compile_log): the images that need it wait" \
+       "for it; scripts/wait-compiles.sh waits for it and says whether it was done or failed"
 elif [ -n "$compile_pid" ]; then
-  wait "$compile_pid" || { tail -20 "$compile_log" >&2; die "a compile failed: $compile_log"; }
+  echo "deps: waiting for the compile of $names (log: $compile_log)"
+  wait "$compile_pid" || { tail -20 "$compile_log" >&2; die "the compile of $names failed: $compile_log"; }
+  tail -1 "$compile_log"
 fi
 if [ -n "$images_pid" ] && ! wait "$images_pid"; then
   tail -5 "$images_log" >&2

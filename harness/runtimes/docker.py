@@ -8,7 +8,6 @@ a base is made once with debootstrap + ``docker import`` (docker/base/build-base
 """
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import os
@@ -27,6 +26,7 @@ from harness import DOCKER_DIR, PREFIX, TOOLS_DIR, targets
 from harness.cpus import CpuSplit, format_cpus
 from harness.errors import HarnessError
 from harness.processes import signals_deferred
+from harness.runtimes import compiles
 from harness.runtimes.base import Runtime, Session, run, undone_on_error
 from harness.runtimes.images import DockerBuild, docker_build
 from harness.sampling import PidSource
@@ -120,7 +120,7 @@ def record_build(image: str, inputs: str) -> None:
 
 # scripts/deps.sh holds it while it compiles the Go and cargo tools in the background (RUNTIME=docker: it does
 # not wait for them); their images copy the binary it leaves in tools/<id>/prebuilt instead of compiling again.
-COMPILE_LOCK = Path("/var/lock/lth-compile.lock")
+COMPILE_LOCK = compiles.COMPILE_LOCK
 COMPILED_KINDS = ("go", "cargo")
 
 
@@ -130,13 +130,7 @@ def compiled_on_this_machine(folder: Path) -> bool:
 
 def wait_for_compiles(folder: Path) -> None:
     """Until deps.sh's background compiles have ended (at once when none runs)."""
-    with COMPILE_LOCK.open("a") as lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            print(f"docker: the image of {folder.name} waits for the compile scripts/deps.sh runs in the background "
-                  "(log: /var/log/lth-deps-compile.log)", flush=True)
-            fcntl.flock(lock, fcntl.LOCK_SH)
+    compiles.wait_for_compiles(f"docker: the image of {folder.name}", COMPILE_LOCK)
 
 
 TARGET_IMAGE = f"{PREFIX}-target:latest"   # the target service's image, as compose.yaml names it

@@ -21,6 +21,7 @@ from harness import PREFIX
 from harness.cpus import CpuSplit
 from harness.errors import HarnessError
 from harness.processes import end_process, signals_deferred
+from harness.runtimes import compiles
 from harness.runtimes.base import Runtime, Session, run, undone_on_error
 from harness.sampling import PidSource
 from harness.targets import (FILE_SERVER, Certificate, Setup, Stack, get, make_certificate, stack_facts, stage,
@@ -51,8 +52,13 @@ def local_problems(adapters: list[ToolAdapter], commands: tuple[str, ...]) -> li
     found = [f"'{command}' is not installed: run `make deps` (iproute2, nginx, procps)"
              for command in commands if shutil.which(command) is None]
     missing = [a.name for a in adapters if not a.unavailable and not a.installed_here()]
+    # a tool scripts/deps.sh is still compiling in the background: found once the compile ends
+    if missing and compiles.wait_for_compiles(f"host: {', '.join(missing)}"):
+        missing = [a.name for a in adapters if not a.unavailable and not a.installed_here()]
     if missing:
-        found.append(f"not installed on the host: {', '.join(missing)}: run `make deps RUNTIME=host TOOLS={','.join(missing)}`")
+        failed = compiles.last_compile_failed()
+        found.append(f"not installed on the host: {', '.join(missing)}: run `make deps RUNTIME=host TOOLS={','.join(missing)}`"
+                     + (f" ({compiles.COMPILE_LOG} ends: {failed})" if failed else ""))
     return found
 
 
