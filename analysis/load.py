@@ -9,11 +9,14 @@ charts call it) and ``env_*`` columns from its environment.json.
 
 A latency at or below the tool's timing resolution (a whole-ms tool's 0 or 1) is no figure to
 compare: it becomes NaN, and ``<column>_below_res`` says "< res" (emptied by the runner) or "~res".
+
+Each folder's rows are read through harness/store/upgrade.py, the one place older folders' rows become the
+current schema's (a row of a newer schema: FutureSchema, which the report prints in one line).
 """
 from __future__ import annotations
 
+import csv
 import json
-import re
 from dataclasses import fields
 from pathlib import Path
 from typing import get_args, get_type_hints
@@ -21,9 +24,10 @@ from typing import get_args, get_type_hints
 import numpy as np
 import pandas as pd
 
-from harness.row.bottleneck import CONTENDED, LEGACY_SIDES
+from harness.row.bottleneck import CONTENDED
 from harness.store.figures import LATENCY_FIELDS, emptied_columns
 from harness.store.results import RunRow
+from harness.store.upgrade import FutureSchema, upgrade_rows
 
 
 def _numeric(hint: object) -> bool:
@@ -33,8 +37,6 @@ def _numeric(hint: object) -> bool:
 
 NUMERIC = [f.name for f in fields(RunRow) if _numeric(get_type_hints(RunRow)[f.name])]
 LATENCY = list(LATENCY_FIELDS)
-# Folders written before the lat_below_resolution column named them in a note (harness.store.figures.BELOW_RESOLUTION).
-EMPTIED = re.compile(r"timing resolution, left empty: ([a-z0-9_, ]+)")
 ENVIRONMENT_KEYS = ["hostname", "kernel", "cpu_model", "cores", "memory_gib", "harness_commit", "docker_version",
                     "shaper"]
 
@@ -51,7 +53,7 @@ def load_results(*folders: str | Path) -> pd.DataFrame:
         runs_csv = folder / "runs.csv"
         if not runs_csv.is_file():
             raise FileNotFoundError(f"{folder} has no runs.csv: is it a results folder?")
-        frame = pd.read_csv(runs_csv, dtype=str, keep_default_na=False, na_values=[""])
+        frame = read_runs(runs_csv)
         env = environment(folder)
         frame["folder"] = folder.name
         for key in ENVIRONMENT_KEYS:
@@ -60,17 +62,8 @@ def load_results(*folders: str | Path) -> pd.DataFrame:
     df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     for column in NUMERIC:  # a folder written before a column existed reads as "not measured"
         df[column] = pd.to_numeric(df[column], errors="coerce") if column in df else float("nan")
-    if "repeat" in df:
-        df["repeat"] = df["repeat"].fillna(1)
-    for column, default in SETUP_DEFAULTS.items():   # folders from before targets (issue 23) ran today's setup
-        df[column] = df[column].fillna(default) if column in df else default
     if "backend_delay_ms" not in df:
         df["backend_delay_ms"] = None
-    if "limited_by" in df:   # folders written before the codes: their values with the explanation inside
-        df["limited_by"] = df["limited_by"].replace(LEGACY_SIDES)
-    if "lat_added_ms" in df:
-        # Folders written before --capture existed hold lat_p50 - probe RTT there (could go negative).
-        df["lat_added_ms"] = df["lat_added_ms"].where(df.get("wire_p50_ms", pd.Series(dtype=float)).notna())
     df["label"] = _labels(df) if len(df) else []
     # a run during which other processes took the sides' CPUs (harness/row/bottleneck.py's note): its figures
     # are marked wherever they are shown
@@ -79,7 +72,19 @@ def load_results(*folders: str | Path) -> pd.DataFrame:
     return mask_below_resolution(df) if "timing_resolution_ms" in df else df
 
 
-SETUP_DEFAULTS = {"target": "nginx", "keepalive": "True", "tls": "False", "protocol": "http/1.1"}
+def read_runs(runs_csv: Path) -> pd.DataFrame:
+    """One folder's runs.csv upgraded to the current schema (cells as strings, empty ones NaN); a row of a
+    newer schema: FutureSchema naming the file."""
+    with runs_csv.open(newline="") as handle:
+        reader = csv.DictReader(handle)
+        stored = list(reader)
+        header = list(reader.fieldnames or [])
+    try:
+        upgraded = upgrade_rows(stored)
+    except FutureSchema as exc:
+        raise FutureSchema(f"{runs_csv}: {exc}") from None
+    columns = [name for name in dict.fromkeys([*header, *(n for row in upgraded.rows for n in row)]) if name is not None]
+    return pd.DataFrame(upgraded.rows, columns=columns, dtype=str).replace({"": np.nan})
 
 
 def default_setup(df: pd.DataFrame) -> pd.Series:
@@ -98,10 +103,7 @@ def closed_model(df: pd.DataFrame) -> pd.DataFrame:
 def _emptied(row: pd.Series) -> set[str]:
     """The latency columns the harness emptied as below the tool's resolution."""
     named = row.get("lat_below_resolution")
-    if isinstance(named, str):
-        return set(emptied_columns(named))
-    match = EMPTIED.search(row["notes"]) if isinstance(row.get("notes"), str) and pd.isna(named) else None
-    return {c.strip() for c in match.group(1).split(",")} if match else set()
+    return set(emptied_columns(named)) if isinstance(named, str) else set()
 
 
 def mask_below_resolution(df: pd.DataFrame) -> pd.DataFrame:
@@ -116,8 +118,6 @@ def mask_below_resolution(df: pd.DataFrame) -> pd.DataFrame:
         df.loc[below, f"{column}_below_res"] = "< " + shown[below]
         df.loc[at, f"{column}_below_res"] = "~" + shown[at]
         df.loc[at, column] = float("nan")
-    if "limited_by" in df:   # folders written before the codes: their values with the explanation inside
-        df["limited_by"] = df["limited_by"].replace(LEGACY_SIDES)
     if "lat_added_ms" in df:
         df.loc[df["lat_p50_ms"].isna(), "lat_added_ms"] = float("nan")  # p50 - RTT means nothing then
     return df

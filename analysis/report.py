@@ -32,6 +32,7 @@ from analysis.stall import EXPLANATION as STALL_EXPLANATION, stall_table, write_
 from harness.errors import HarnessError
 from harness.store.safe import make_dir_inside, write_text_inside
 from harness.store.results import STATUSES
+from harness.store.upgrade import FutureSchema
 from harness.suite.lock import folder_lock
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -250,7 +251,8 @@ def with_contents(page: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Write the HTML report of one or more results folders.")
+    parser = argparse.ArgumentParser(description="Write the HTML report of one or more results folders.",
+                                     epilog="example: lth report results/latest (several folders: one report of all)")
     parser.add_argument("folders", nargs="*", type=Path, default=[REPO_ROOT / "results" / "latest"])
     parser.add_argument("--out", type=Path, help="report folder (default: FOLDER/report, or results/compare-<ts>/report)")
     parser.add_argument("--svg", action="store_true", help="every chart as SVG too (make report SVG=1)")
@@ -271,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
             for folder in folders:
                 held.enter_context(folder_lock(folder))
             print(f"report: {build(folders, out, args.svg)}")
-    except HarnessError as exc:
+    except (HarnessError, FutureSchema) as exc:   # FutureSchema: read before anything is written
         sys.stderr.write(f"error: {exc}\n")
         return 2
     with (out / "scorecard.csv").open(newline="") as handle:     # the first screen's answer, in the log too

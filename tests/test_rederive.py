@@ -16,9 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.row.bottleneck import LEGACY_SIDES
+from harness.store.upgrade import LEGACY_SIDES
 from harness.row.usage import growth, resident
 from harness.store.figures import emptied_cell, emptied_columns
+from harness.store.record import SCHEMA_VERSION
 from harness.store.results import _cell
 from harness.store.samples import read_csv
 
@@ -42,7 +43,7 @@ ADDED_SINCE = ["wire_connect_ms", "shaper_cpu_pct", "rtt_loaded_ms", "shaper_add
                "protocol", "streams", "server_off_protocol_requests", "wire_h2_connections",
                "flow", "relogin_every", "server_logins", "server_logins_refused", "server_api_gets",
                "server_api_gets_refused", "lat_login_p50_ms", "lat_login_p99_ms", "lat_api_get_p50_ms",
-               "lat_api_get_p99_ms"]
+               "lat_api_get_p99_ms", "schema_version"]
 # Issue 23's and 38's setup columns: a record stored before them was of today's target, keep-alive, plain
 # HTTP/1.1.
 SETUP_DEFAULTS = {"target": "nginx", "keepalive": True, "tls": False, "protocol": "http/1.1", "streams": 1}
@@ -75,7 +76,7 @@ def added(run_dir: str) -> dict:
     usage = meta.get("target_usage", {})
     return {**dict.fromkeys(ADDED_SINCE), **SETUP_DEFAULTS,
             "shaper_cpu_pct": usage.get("toxiproxy", {}).get("cpu_avg_pct"), "mem_growth_mb_per_s": grown(run_dir),
-            **RETIRED, **CORRECTED.get(run_dir, {}), **recoded(meta["row"])}
+            **RETIRED, **CORRECTED.get(run_dir, {}), **recoded(meta["row"]), "schema_version": SCHEMA_VERSION}
 
 
 def stored_runs_csv() -> bytes:
@@ -107,7 +108,8 @@ def stored_meta(meta: Path) -> dict:
                     "check_next_top_mb": None}
              for name, group in stored.get("target_usage", {}).items()}
     return {**stored, "row": {**stored["row"], **added(run_dir)}, **({"target_usage": usage} if usage else {}),
-            "memory_check": checked(run_dir, stored["memory_check"]["method"]), "overtime_s": 0.0}
+            "memory_check": checked(run_dir, stored["memory_check"]["method"]), "overtime_s": 0.0,
+            "schema_version": SCHEMA_VERSION}
 
 
 def copy(tmp_path: Path) -> Path:

@@ -31,9 +31,6 @@ SIDES = {"tool": "the tool's CPUs saturated", "target": "the target's CPUs satur
          "other processes": "other processes on the machine took the sides' CPUs (CPUs contended)",
          "neither": "neither side saturated: the RTT, or the tool's own limits (e.g. one thread)",
          "not measured": "no CPU samples", "n/a": "the run did not end ok"}
-# The values folders written before the codes held, for the report to read them as codes.
-LEGACY_SIDES = {"other processes on the machine": "other processes",
-                "neither (latency or the tool's own limits)": "neither"}
 CONTENDED = "CPUs contended"   # the note's opening words
 
 

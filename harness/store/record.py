@@ -17,7 +17,9 @@ from harness.cpus import CpuSplit
 from harness.files import write_atomic
 from harness.store.samples import CpuFrame, Sample, read_csv
 
-SCHEMA_VERSION = 1   # of record.json, execution.json and the derivation; results/<run>/meta.json says which
+# Of the results: record.json, execution.json, the derivation and the row; meta.json and each runs.csv row say
+# which (the versions and the upgrade of older rows: harness/store/upgrade.py).
+SCHEMA_VERSION = 2
 RECORD = "record.json"
 STDOUT, STDERR, SAMPLES = "stdout.txt", "stderr.txt", "samples.csv"
 EXECUTION = "execution.json"   # the process's facts beside its output and samples

@@ -16,6 +16,7 @@ from pathlib import Path
 from harness.errors import HarnessError
 from harness.files import write_atomic
 from harness.store.figures import Figures, column
+from harness.store.record import SCHEMA_VERSION
 from harness.store.safe import empty_dir_inside, make_dir_inside, write_text_inside
 
 # unsupported: a rate scenario and a tool without an open model (the error says so); nothing ran.
@@ -97,7 +98,7 @@ class RunRow(Figures, RunSetup):
     # Structured where notes used to be parsed (issue 22): harness/row.
     limited_by: str | None = column("which side limited the run, a code: tool, target, tool and target, shaper, shared "
                                     "CPUs, other processes (on the machine), neither (the RTT or the tool's own "
-                                    "limits), not measured, n/a (README: Who is the bottleneck)")
+                                    "limits), not measured, n/a (docs/methodology.md: Who is the bottleneck)")
     lat_below_resolution: str | None = column("latency columns emptied because they were below the tool's timing "
                                               "resolution, a JSON list")
     mem_baseline_mb: float | None = column("always empty (kept for older folders, which held the tool's RSS "
@@ -163,6 +164,8 @@ class RunRow(Figures, RunSetup):
     lat_login_p99_ms: float | None = column("a flow: the login step's 99th percentile, ms")
     lat_api_get_p50_ms: float | None = column("a flow: the API GET step's median, ms")
     lat_api_get_p99_ms: float | None = column("a flow: the API GET step's 99th percentile, ms")
+    schema_version: int = column("the results schema the row was written in (harness/store/upgrade.py reads older "
+                                 "rows as the current one; empty in folders before 2: read as 1)", SCHEMA_VERSION)
 
 
 COLUMNS = [f.name for f in fields(RunRow)]
@@ -172,7 +175,7 @@ CONTEXT_COLUMNS = {*(f.name for f in fields(RunSetup)), "status", "error", "note
                    "repeat", "started_at", "run_dir", "timing_resolution_ms", "co_corrected", "cpus_target",
                    "cpus_tool", "rate_model", "rate_target_rps", "stall_ms", "stall_at_s", "generators",
                    "target", "keepalive", "tls", "backend_delay_ms", "protocol", "streams", "target_stack",
-                   "target_version", "flow", "relogin_every"}
+                   "target_version", "flow", "relogin_every", "schema_version"}
 RESULT_COLUMNS = [c for c in COLUMNS if c not in CONTEXT_COLUMNS]
 
 

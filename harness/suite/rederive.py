@@ -15,9 +15,10 @@ from harness.errors import HarnessError
 from harness.network.capture import reparsed
 from harness.capacity.run import CAPACITY_JSON, replayed_capacity
 from harness.row import Derived, derive_stored
-from harness.store.record import RECORD, SCHEMA_VERSION, RunRecord
+from harness.store.record import RECORD, RunRecord
 from harness.scenarios import Scenario, describe_error
 from harness.store.results import ResultsFolder, RunRow
+from harness.store.upgrade import RECORDS_SINCE, FutureSchema, upgrade_rows
 from harness.store.safe import UnsafePath, copy_inside, links_on_the_way, relative_parts
 from harness.suite.lock import folder_lock
 from harness.tools.adapter import ToolAdapter
@@ -32,7 +33,7 @@ def rederive(path: Path, adapters: dict[str, ToolAdapter]) -> tuple[list[RunRow]
     if not folder.runs_csv.is_file():
         raise HarnessError(f"{path} has no runs.csv: pass a results folder (e.g. results/latest)")
     with folder_lock(path):
-        stored = folder.rows()
+        stored = _upgraded(path, folder.rows())
         _check_stored(path, stored, adapters)
         derived = [_derived(path, stored_row["run_dir"], adapters) for stored_row in stored]
         rows = [one.row for _, one in derived]
@@ -44,6 +45,15 @@ def rederive(path: Path, adapters: dict[str, ToolAdapter]) -> tuple[list[RunRow]
         if capacity is not None:
             folder.write_json(CAPACITY_JSON, capacity)
     return rows, capacity
+
+
+def _upgraded(path: Path, stored: list[dict[str, str]]) -> list[dict[str, str]]:
+    """The stored rows as the current schema (harness/store/upgrade.py); a newer schema's folder is refused:
+    today's derivation would write over what it holds."""
+    try:
+        return upgrade_rows(stored).rows
+    except FutureSchema as exc:
+        raise HarnessError(f"{path / 'runs.csv'}: {exc}: nothing was re-derived") from None
 
 
 def _check_stored(path: Path, stored: list[dict[str, str]], adapters: dict[str, ToolAdapter]) -> None:
@@ -59,7 +69,7 @@ def _check_stored(path: Path, stored: list[dict[str, str]], adapters: dict[str, 
                            f"and follows no link in it")
     missing = [r["run_dir"] for r in stored if not (path / r["run_dir"] / RECORD).is_file()]
     if missing:
-        raise HarnessError(f"{path} was written before results schema {SCHEMA_VERSION} ({len(missing)} runs have no "
+        raise HarnessError(f"{path} was written before results schema {RECORDS_SINCE} ({len(missing)} runs have no "
                            f"{RECORD}, e.g. {missing[0]}): it cannot be re-derived; rerun those runs")
     unknown = sorted({r["tool"] for r in stored} - set(adapters))
     if unknown:
