@@ -15,7 +15,7 @@ use IO::Select;
 use IO::Socket::INET;
 use POSIX ();
 
-my $WORK = '/tmp/lth-task';
+my $WORK = $ENV{LTH_TASK_DIR} || '/tmp/lth-task';    # another folder: tests run two agents on one machine
 my ($host, $port) = split /:/, ($ENV{LTH_COORDINATOR} // '');
 my $socket;
 for (1 .. 60) {
