@@ -83,7 +83,8 @@ def read_runs(runs_csv: Path) -> pd.DataFrame:
         upgraded = upgrade_rows(stored)
     except FutureSchema as exc:
         raise FutureSchema(f"{runs_csv}: {exc}") from None
-    columns = [name for name in dict.fromkeys([*header, *(n for row in upgraded.rows for n in row)]) if name is not None]
+    named = dict.fromkeys([*header, *(name for row in upgraded.rows for name in row)])
+    columns = [name for name in named if name is not None]     # None: the cells of a row longer than the header
     return pd.DataFrame(upgraded.rows, columns=columns, dtype=str).replace({"": np.nan})
 
 

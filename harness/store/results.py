@@ -103,9 +103,9 @@ class RunRow(Figures, RunSetup):
                                               "resolution, a JSON list")
     mem_baseline_mb: float | None = column("always empty (kept for older folders, which held the tool's RSS "
                                            "in a 1-VU run of the same suite, MiB): see mem_per_vu_kb")
-    wire_connect_ms: float | None = column("median TCP handshake on the wire (client SYN to server SYN-ACK), ms: ~ the "
-                                           "RTT when the shaper delays the handshake (netem), ~0 when it does not "
-                                           "(Toxiproxy)")
+    wire_connect_ms: float | None = column("p50 (nearest rank) TCP handshake on the wire (client SYN to server "
+                                           "SYN-ACK), ms: ~ the RTT when the shaper delays the handshake (netem), "
+                                           "~0 when it does not (Toxiproxy)")
     # The shaper as a bottleneck (issue 25): harness/row/bottleneck.py fill_shaper.
     shaper_cpu_pct: float | None = column("Toxiproxy's CPU over the load window, 100 = one core (also in target_cpu_pct); "
                                           "empty for netem, which is the kernel's")
