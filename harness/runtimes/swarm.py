@@ -46,6 +46,7 @@ BENCH_RANGE = ipaddress.ip_network("198.18.0.0/15")
 ADDR_POOL, POOL_MASK = "198.18.128.0/18", 24
 OVERLAYS, GWBRIDGES = ipaddress.ip_network("198.18.192.0/20"), ipaddress.ip_network("198.18.208.0/20")
 TARGET_LABEL, GENERATOR_LABEL = "lth.target", "lth.generator"
+MADE_LABEL = "lth.swarm-made"      # on the node of a swarm the harness initialised: clean-state leaves it
 LABEL = f"{PREFIX}-swarm"          # on every service and network the harness makes in a swarm
 GWBRIDGE = "docker_gwbridge"
 UP_TIMEOUT_S = 120.0
@@ -172,7 +173,8 @@ def join_or_init(options: SwarmOptions) -> SwarmState:
                "--default-addr-pool-mask-length", str(POOL_MASK))
         state.initialised = True
         node = swarm_facts().node_id
-        docker("node", "update", "--label-add", f"{TARGET_LABEL}=true", "--label-add", f"{GENERATOR_LABEL}=true", node)
+        docker("node", "update", "--label-add", f"{TARGET_LABEL}=true", "--label-add", f"{GENERATOR_LABEL}=true",
+               "--label-add", f"{MADE_LABEL}=true", node)
     except BaseException:
         state.restore()
         raise
@@ -216,6 +218,28 @@ def wait_gone(service: str) -> None:
             run(["docker", "rm", "-f", *exited], check=False, timeout=60)
         elif containers:
             time.sleep(0.3)
+
+
+def clean_swarm() -> list[str]:
+    """What a killed harness left in this engine's swarm (clean-state): its services, and a swarm it made
+    (the node labelled lth.swarm-made) left with its docker_gwbridge. Its networks go with clean-state's sweep."""
+    facts = swarm_facts()
+    if facts is None or facts.state != "active" or not facts.manager:
+        return []
+    removed = []
+    for service in run(["docker", "service", "ls", "--format", "{{.Name}}", "--filter", f"label={LABEL}"],
+                       check=False).stdout.split():
+        wait_gone(service)
+        removed.append(f"swarm service {service}")
+    labels = run(["docker", "node", "inspect", "--format", "{{json .Spec.Labels}}", facts.node_id], check=False).stdout
+    if json.loads(labels or "{}").get(MADE_LABEL) == "true":
+        made_bridge = LABEL in run(["docker", "network", "inspect", "--format", "{{json .Labels}}", GWBRIDGE],
+                                   check=False).stdout
+        for network in run(["docker", "network", "ls", "-q", "--filter", f"label={LABEL}"], check=False).stdout.split():
+            run(["docker", "network", "rm", network], check=False)
+        SwarmState(initialised=True, gwbridge_made=made_bridge).restore()
+        removed.append("the single-node swarm the harness made (docker swarm leave --force)")
+    return removed
 
 
 @dataclass(frozen=True)

@@ -60,6 +60,8 @@ def clean_state() -> list[str]:
             run(["ip", "link", "delete", name], check=False)
             removed.append(f"link {name}")
     if run(["docker", "version"], check=False, timeout=20).returncode == 0:
+        from harness.runtimes.swarm import clean_swarm
+        removed += clean_swarm()      # its services first: a network in use cannot go
         containers = run(["docker", "ps", "-aq", "--filter", f"label={PREFIX}"], check=False).stdout.split()
         if containers:
             run(["docker", "rm", "-f", *containers], check=False)
