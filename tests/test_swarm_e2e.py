@@ -2,6 +2,7 @@
 swarm by the harness (--swarm-init), the target a service, each run's generators a replicated job of 2 tasks
 of the tool's image released by the coordinator's barrier, one merged row per run counted by Nginx, and the
 engine left as it was found. Cost: one suite of wrk and k6, 3 s each: about 30 s (plus a refused run, ~3 s)."""
+import ipaddress
 import json
 import subprocess
 from pathlib import Path
@@ -77,9 +78,15 @@ def test_the_tasks_start_together_past_the_barrier(swarm_run):
         assert all(t["exit_code"] == 0 for t in tasks), (tool, tasks)
 
 
-def test_the_engine_is_left_as_it_was_found(swarm_run):
-    _, result, before, after = swarm_run
+def test_every_swarm_network_is_in_198_18_and_the_engine_is_left_as_found(swarm_run):
+    results, result, before, after = swarm_run
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    facts = json.loads((results / "latest" / "environment.json").read_text())["swarm"]
+    assert facts["swarm_initialised_by_harness"] and set(facts["subnets"]) == {"ingress", "docker_gwbridge",
+                                                                                facts["network"]}
+    for name, subnets in facts["subnets"].items():       # as `docker network inspect` gave them during the suite
+        assert subnets and all(ipaddress.ip_network(s).subnet_of(ipaddress.ip_network("198.18.0.0/15"))
+                               for s in subnets), (name, subnets)
     assert after == before
 
 

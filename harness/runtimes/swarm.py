@@ -412,5 +412,9 @@ class SwarmRuntime(Runtime):
                 "swarm_init": self.options.init, "generators": self.options.generators}
 
     def started_facts(self) -> dict:
+        subnets = {name: run(["docker", "network", "inspect", "--format", "{{range .IPAM.Config}}{{.Subnet}} {{end}}",
+                              name], check=False).stdout.split() for name in ("ingress", GWBRIDGE, self._network)}
         return {"swarm": {"network": self._network, "target_service": self._target.name if self._target else None,
-                          "swarm_initialised_by_harness": bool(self._swarm and self._swarm.initialised)}}
+                          "swarm_initialised_by_harness": bool(self._swarm and self._swarm.initialised),
+                          "gwbridge_made_by_harness": bool(self._swarm and self._swarm.gwbridge_made),
+                          "subnets": subnets}}
