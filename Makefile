@@ -1,15 +1,18 @@
-# Quick start:  make bench-quick   |   make bench-all (REPEAT=3 for intervals: ~35 h, README)   |   make test
+# Quick start:  make bench-quick   |   make bench-all (REPEAT=3 for intervals: ~35 h)   |   make test
 # Overrides:    TOOLS=wrk,ab  SCENARIOS=scenarios/shootout.yaml:vu20-rtt0.1  RUNTIME=docker|host  DURATION=5
 #               SHAPER=auto|netem|toxiproxy  RESUME=results/<folder> [FORCE=1]  RESULTS_ROOT=results
 #               CAPTURE=1 (tcpdump: wire latency next to each tool's)
-#               SCENARIOS=scenarios/targets.yaml (keep-alive off, HTTPS, proxies, a slow backend: targets/README.md)
+#               SCENARIOS=scenarios/targets.yaml (keep-alive off, HTTPS, proxies, a slow backend: docs/targets.md)
 #               CPUS_TARGET=0  CPUS_TOOL=1  ISOLATION=0 (target and tool share every CPU)  GRACE=30 (s past the duration)
-#               TARGET_HOST=ssh://root@host|CONTEXT (Nginx on another machine; README: Two machines)
+#               TARGET_HOST=ssh://root@host|CONTEXT (Nginx on another machine; docs/machines.md)
 #               GENERATOR_HOST=ssh://root@a|CONTEXT[,...] (the tools there, with TARGET_HOST; several: merged)
-#               LAB_GENERATORS=1|2  LAB_RUNTIME=host|docker (make bench-lab: generator and target hosts made here)
+#               GENERATORS=1|2 (make bench-lab: generator and target hosts made here; RUNTIME=host there by default)
 #               make bench-capacity (RUNTIME defaults to host there): STEP_DURATION=5  SLO_P99_MS=  RESOLUTION=0.02
 #               MAX_STEPS=12  START_RPS=1000  VUS=1000  (and TOOLS, CAPTURE, RESUME, RESULTS_ROOT, CPUS_*, ISOLATION, GRACE)
 PY        := .venv/bin/python
+# The command every target calls (harness/cli.py; `python -m harness` is the same). A variable's name is its flag's
+# (RESULTS_ROOT is --results-root) and its default the flag's (tests/test_options.py checks both).
+LTH       := .venv/bin/lth
 .DEFAULT_GOAL := help
 # Python caches each module's bytecode on first import (the venv's installer writes none): a machine that sets
 # PYTHONDONTWRITEBYTECODE compiled pandas, numpy and matplotlib afresh in every process here (~4 s of CPU each
@@ -36,7 +39,7 @@ TARGET_HOST ?=
 GENERATOR_HOST ?=
 SLO       ?=
 CPU_ARGS = $(if $(CPUS_TARGET),--cpus-target $(CPUS_TARGET)) $(if $(CPUS_TOOL),--cpus-tool $(CPUS_TOOL)) \
-           $(if $(filter 0,$(ISOLATION)),--no-isolation) $(if $(GRACE),--grace $(GRACE))
+           $(if $(filter 0,$(ISOLATION)),--no-isolation,--isolation) $(if $(GRACE),--grace $(GRACE))
 RUN_ARGS = --tools $(TOOLS) --scenarios $(SCENARIOS) --runtime $(RUNTIME) --shaper $(SHAPER) --repeat $(REPEAT) \
            --results-root $(RESULTS_ROOT) \
            $(if $(DURATION),--duration $(DURATION)) $(if $(RESUME),--resume $(RESUME)) $(if $(FORCE),--force) \
@@ -57,7 +60,7 @@ help:
 	@echo "           RESULTS_ROOT=results RESUME=results/<folder> (docs/options.md: every one)"
 
 # What the chosen runtime runs: RUNTIME=docker the engine (the tools are installed in their images, when the
-# suite builds them), RUNTIME=host the tools on this machine (README: What each runtime installs).
+# suite builds them), RUNTIME=host the tools on this machine (docs/runtimes.md).
 deps:
 	NEED_DOCKER=$(if $(filter host,$(RUNTIME)),0,1) NEED_TOOLS=$(if $(filter docker,$(RUNTIME)),0,1) scripts/deps.sh $(TOOLS)
 
@@ -65,17 +68,17 @@ deps:
 # not when nothing ran (2: bad input or another benchmark running, said in one line). The exit status
 # is the harness's either way. SVG=1: every chart as SVG too (the page shows the PNGs).
 REPORT_ARGS = $(if $(filter-out 0,$(SVG)),--svg)
-REPORT_AFTER = status=$$?; [ $$status -eq 2 ] || $(PY) -m analysis.report $(REPORT_ARGS) $(or $(RESUME),$(RESULTS_ROOT)/latest); exit $$status
+REPORT_AFTER = status=$$?; [ $$status -eq 2 ] || $(LTH) report $(REPORT_ARGS) $(or $(RESUME),$(RESULTS_ROOT)/latest); exit $$status
 
 bench-all: deps  ## the whole shootout (scenarios/shootout.yaml), every tool, then its report
-	$(PY) -m harness run $(RUN_ARGS); $(REPORT_AFTER)
+	$(LTH) run $(RUN_ARGS); $(REPORT_AFTER)
 
 bench-quick: SCENARIOS = scenarios/quick.yaml
 bench-quick: deps  ## two scenarios, 10 s each, every tool: the quick start
-	$(PY) -m harness run $(RUN_ARGS); $(REPORT_AFTER)
+	$(LTH) run $(RUN_ARGS); $(REPORT_AFTER)
 
-# Each tool's highest sustained arrival rate against Nginx, by search (harness/capacity/run.py; README:
-# Capacity): every step an ordinary row, the results in capacity.json. RUNTIME=docker to run it in Docker.
+# Each tool's highest sustained arrival rate against Nginx, by search (harness/capacity/run.py;
+# docs/capacity.md): every step an ordinary row, the results in capacity.json. RUNTIME=docker to run it in Docker.
 STEP_DURATION ?=
 SLO_P99_MS ?=
 RESOLUTION ?=
@@ -89,7 +92,7 @@ CAPACITY_ARGS = --tools $(TOOLS) --runtime $(RUNTIME) --results-root $(RESULTS_R
                 $(if $(CAPTURE),--capture) $(if $(RESUME),--resume $(RESUME)) $(CPU_ARGS)
 bench-capacity: RUNTIME = host
 bench-capacity: deps  ## each tool's highest sustained arrival rate, by search
-	$(PY) -m harness capacity $(CAPACITY_ARGS); $(REPORT_AFTER)
+	$(LTH) capacity $(CAPACITY_ARGS); $(REPORT_AFTER)
 
 # What the harness costs the figure it measures (issue 53, docs/overhead.md): each tool through the harness
 # against the same command by hand, same target, network and CPUs, in PAIRS interleaved pairs of DURATION s.
@@ -103,21 +106,19 @@ bench-overhead:  ## harness vs the same tool by hand: RPS ratio with its interva
 	  --duration $(or $(DURATION),10) --results-root $(RESULTS_ROOT)
 
 # bench-quick across "machines" made on this one for the run (harness/lab.py: sshd in network
-# namespaces on one bridge): the tools on LAB_GENERATORS test hosts, Nginx on another (README: Two machines).
-# LAB_RUNTIME=docker: every test host gets its own Docker engine; Nginx and the tools run in containers there.
-LAB_GENERATORS ?= 1
-LAB_RUNTIME ?= host
+# namespaces on one bridge): the tools on GENERATORS test hosts, Nginx on another (docs/machines.md).
+# RUNTIME=docker: every test host gets its own Docker engine; Nginx and the tools run in containers there.
+GENERATORS ?=
 bench-lab: SCENARIOS = scenarios/quick.yaml
-bench-lab: RUNTIME = $(LAB_RUNTIME)
-bench-lab:
-	NEED_DOCKER=$(if $(filter docker,$(LAB_RUNTIME)),1,0) NEED_SSHD=1 scripts/deps.sh $(TOOLS)
-	$(PY) -m harness.lab --generators $(LAB_GENERATORS) $(if $(filter docker,$(LAB_RUNTIME)),--docker) \
-	  -- $(RUN_ARGS); $(REPORT_AFTER)
+bench-lab: RUNTIME = host
+bench-lab:  ## bench-quick with the tools and Nginx on test hosts made here (GENERATORS=2, RUNTIME=docker)
+	NEED_DOCKER=$(if $(filter docker,$(RUNTIME)),1,0) NEED_SSHD=1 scripts/deps.sh $(TOOLS)
+	$(LTH) lab $(if $(GENERATORS),--generators $(GENERATORS)) $(if $(filter docker,$(RUNTIME)),--docker) -- $(RUN_ARGS); $(REPORT_AFTER)
 
 # RESULTS="results/A results/B" overlays several results folders (two machines, host vs docker...).
 RESULTS ?= $(RESULTS_ROOT)/latest
 report:  ## the report of results/latest (RESULTS="A B": several folders in one)
-	$(PY) -m analysis.report $(REPORT_ARGS) $(RESULTS)
+	$(LTH) report $(REPORT_ARGS) $(RESULTS)
 
 # B against A, per tool and scenario: the change with its 95% interval and a verdict (analysis/compare.py),
 # and the report of both folders beside it.
@@ -127,12 +128,12 @@ FAIL_ON ?=
 compare:  ## B against A with intervals: make compare A=results/<one> B=results/<other> [FAIL_ON=slower]
 	@[ -n "$(A)" ] && [ -n "$(B)" ] || { echo "error: make compare needs two results folders: A=results/<one> B=results/<other>" >&2; exit 2; }
 	@DEPS_VENV_ONLY=1 scripts/deps.sh
-	$(PY) -m analysis.compare $(A) $(B) $(if $(FAIL_ON),--fail-on $(FAIL_ON))
+	$(LTH) compare $(A) $(B) $(if $(FAIL_ON),--fail-on $(FAIL_ON))
 
 # runs.csv and meta.json derived again from a results folder's raw files (harness/row), e.g. after a parser fix.
 rederive:  ## runs.csv and meta.json derived again from a folder's raw files (RESULTS=...)
 	@DEPS_VENV_ONLY=1 scripts/deps.sh
-	$(PY) -m harness rederive $(RESULTS)
+	$(LTH) rederive $(RESULTS)
 
 # The whole suite, as CI runs it (.ci/run): root, Docker, every tool, Chromium and the VM kernel installed
 # first, the Docker images built beside the installs (BUILD_IMAGES=1: their first Docker run finds them), then its tiers (scripts/run-tests.py): unit (in parallel), the as-typed and end-to-end tests (one
@@ -146,7 +147,7 @@ test:  ## the whole test suite, as CI runs it (installs what it needs)
 
 # netem on a real kernel: Debian's stock kernel booted with virtme-ng (scripts/install-vm.sh,
 # scripts/in-vm), the tests in tests/netem_vm run inside it in the host runtime; their results stay in
-# results/netem-vm (README: netem in a VM). compare-shapers: the same runs with Toxiproxy beside them,
+# results/netem-vm (docs/shaping.md). compare-shapers: the same runs with Toxiproxy beside them,
 # the table in results/netem-vm/shapers.md.
 NETEM_TOOLS := wrk,ab,oha
 IN_VM = scripts/in-vm --rwdir $(CURDIR)/results/netem-vm -- env LTH_IN_VM=1 LTH_VM_OUT=$(CURDIR)/results/netem-vm \
@@ -176,11 +177,11 @@ test-e2e:  ## the end-to-end tests of TOOLS=... only
 	LTH_TEST_TOOLS=$(TOOLS) $(PY) -m pytest -q -rs -m e2e tests
 
 list-tools:  ## every tool, its version and what it can do
-	$(PY) -m harness list-tools
+	$(LTH) tools
 
 # Remove what a killed (kill -9) harness left: namespaces, veths, containers, networks, proxies.
 clean-state:  ## remove what a killed run left (namespaces, containers, networks)
-	$(PY) -m harness clean-state $(if $(TARGET_HOST),--target-host $(TARGET_HOST)) \
+	$(LTH) clean-state $(if $(TARGET_HOST),--target-host $(TARGET_HOST)) \
 	    $(if $(GENERATOR_HOST),--generator-host $(GENERATOR_HOST))
 
 # The README's tool table, from tools/<id>/tool.toml (tests/tools/test_manifests.py checks it).
@@ -197,16 +198,19 @@ fuzz:  ## the parser, capture and scenario fuzzers, longer than in the unit tier
 	LTH_FUZZ_INPUTS=$(FUZZ_INPUTS) LTH_FUZZ_SEED=$(FUZZ_SEED) LTH_FUZZ_EXAMPLES=$(FUZZ_INPUTS) \
 	  $(PY) -m pytest -q -s -m "not e2e" tests/test_fuzz.py tests/test_bad_input.py -k fuzz
 
-# Container against bare metal in one command: the same scenarios (default: the quick start's) with the same tools,
-# host first, then Docker, each its own results folder; then B = Docker against A = host with intervals where
-# REPEAT=3 ran (analysis/compare.py) and the report of both folders, whose "Container vs bare metal" section
-# holds the ratios. The answer: results/compare-<timestamp>/report/index.html#ratios.
+# Container against bare metal in one command (lth host-vs-docker, harness/suite/interleave.py): the same scenarios
+# (default: the quick start's) with the same tools on the host and in Docker, interleaved: scenario by scenario (and
+# repeat by repeat), both runtimes one right after the other, the one going first alternating; each runtime its own
+# results folder, resumed step by step. Then B = Docker against A = host with intervals where REPEAT=3 ran
+# (analysis/compare.py) and the report of both folders, whose "Container vs bare metal" section holds the ratios.
+# The answer: results/compare-<timestamp>/report/index.html#ratios. Stopped half way: RESUME_HOST= RESUME_DOCKER=
+# (the two folders it printed) goes on.
+RESUME_HOST ?=
+RESUME_DOCKER ?=
 .PHONY: bench-compare help
 bench-compare: SCENARIOS = scenarios/quick.yaml
-bench-compare:  ## container vs bare metal: both runtimes on the same scenarios, then the comparison report
+bench-compare:  ## container vs bare metal: both runtimes interleaved on the same scenarios, then the comparison report
 	NEED_DOCKER=1 NEED_TOOLS=1 scripts/deps.sh $(TOOLS)
-	$(PY) -m harness run $(subst --runtime $(RUNTIME),--runtime host,$(RUN_ARGS)); status=$$?; [ $$status -ne 2 ] || exit 2; \
-	  host=$$(readlink -f $(RESULTS_ROOT)/latest); \
-	  $(PY) -m harness run $(subst --runtime $(RUNTIME),--runtime docker,$(RUN_ARGS)); [ $$? -ne 2 ] || exit 2; \
-	  docker=$$(readlink -f $(RESULTS_ROOT)/latest); \
-	  $(PY) -m analysis.compare $$host $$docker
+	$(LTH) host-vs-docker --tools $(TOOLS) --scenarios $(SCENARIOS) --shaper $(SHAPER) --repeat $(REPEAT) \
+	  --results-root $(RESULTS_ROOT) $(if $(DURATION),--duration $(DURATION)) $(if $(CAPTURE),--capture) $(CPU_ARGS) \
+	  $(if $(RESUME_HOST),--resume-host $(RESUME_HOST)) $(if $(RESUME_DOCKER),--resume-docker $(RESUME_DOCKER))

@@ -37,7 +37,9 @@ def _print(lines: list[list[str]]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Compare results folder B against A, with intervals.")
+    parser = argparse.ArgumentParser(description="Compare results folder B against A, with intervals.",
+                                     epilog="example: lth compare results/<host folder> results/<docker folder> "
+                                            "--fail-on slower")
     parser.add_argument("a", type=Path)
     parser.add_argument("b", type=Path)
     parser.add_argument("--out", type=Path, help="folder for compare.csv (default: results/compare-<timestamp>)")

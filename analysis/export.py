@@ -147,7 +147,7 @@ def export(folder: Path) -> list[Path]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Write a results folder as JSON Lines (with its JSON Schema) and "
                                                  "OpenMetrics text, in FOLDER/export/.",
-                                     epilog="example: python -m analysis.export results/latest")
+                                     epilog="example: lth export results/latest")
     parser.add_argument("folder", type=Path, nargs="?", default=REPO_ROOT / "results" / "latest")
     parser.add_argument("--write-schema", action="store_true", help=f"rewrite {SCHEMA_FILE.relative_to(REPO_ROOT)} "
                                                                     "from the row's definition and stop")

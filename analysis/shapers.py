@@ -1,4 +1,4 @@
-"""netem beside Toxiproxy, the same tools and scenarios: what the fallback changes (README: netem in a
+"""netem beside Toxiproxy, the same tools and scenarios: what the fallback changes (docs/shaping.md: netem in a
 VM). Reads two results folders' runs.csv and each run's shaping.json (kept in meta.json).
 
     python -m analysis.shapers results/netem-vm/netem/latest results/netem-vm/toxiproxy/latest

@@ -1,10 +1,13 @@
-"""Command line: ``python -m harness run|capacity|list-tools|...``. Bad input gets one line and exit status 2."""
+"""Command line: ``lth run|capacity|host-vs-docker|tools|scenarios|...`` (``python -m harness`` is the same).
+Bad input gets one line and exit status 2."""
 from __future__ import annotations
 
 import argparse
 import math
 import sys
+from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harness import slo
 from harness.slo import SLO_FAILED
@@ -18,15 +21,22 @@ from harness.store.results import ResultsFolder
 from harness.suite.cleanup import clean_state
 from harness.suite.lock import TESTHOST, acquire, wait_s
 from harness.suite.runner import Plan, run_suite
+
+if TYPE_CHECKING:
+    from harness.suite.interleave import Step
 from harness.tools import capabilities, registry
 
 
-LOCKING_COMMANDS = ("run", "capacity", "clean-state", "build-images")     # the ones that take the machine's lock (harness/suite/lock.py)
+INTERNAL = ("list-tools", "install-folders", "target-packages", "build-images")   # callable, not in `lth --help`
+LOCKING_COMMANDS = ("run", "capacity", "host-vs-docker", "clean-state", "build-images")     # the ones that take the machine's lock (harness/suite/lock.py)
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one line, not a usage dump
         command = " ".join(["python -m harness", *self.prog.split()[1:], "--help"])   # prog: "harness run"
+        message = message.replace("argument COMMAND:", "argument command:")
+        for name in INTERNAL:       # an unknown command's choices: the ones `lth --help` lists
+            message = message.replace(f", '{name}'", "")
         sys.stderr.write(f"error: {message} (see `{command}`)\n")
         sys.exit(2)
 
@@ -92,12 +102,13 @@ def build_parser() -> argparse.ArgumentParser:
                             "  lth export results/latest\n(`python -m harness` is the same command; `make help`: "
                             "the Make targets)", formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"lth {_version()}")
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    # metavar: the internal commands (added without help=) stay callable and out of `lth --help`
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="COMMAND")
     for name, module, what in DELEGATED:
         delegated = commands.add_parser(name, help=f"{what} (python -m {module} --help)", add_help=False)
         delegated.add_argument("rest", nargs=argparse.REMAINDER)
 
-    run = commands.add_parser("run", help="run scenarios x tools and write a results folder")
+    run = _command(commands, "run", "run scenarios x tools and write a results folder")
     run.add_argument("--tools", default="all", help="comma-separated tool ids, or 'all' (default)")
     run.add_argument("--scenarios", default=str(REPO_ROOT / "scenarios" / "shootout.yaml"),
                      help="FILE or FILE:id1,id2 (default: scenarios/shootout.yaml)")
@@ -121,10 +132,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--target-host", metavar="ssh://[USER@]HOST[:PORT]|CONTEXT",
                      help="run Nginx on that machine (an ssh URL or a Docker context over ssh; bound to its address: "
                           "started over ssh, or its container there with --runtime docker) and load it over the real "
-                          "network (README: Two machines)")
+                          "network (docs/machines.md)")
     run.add_argument("--generator-host", metavar="ssh://[USER@]HOST[:PORT]|CONTEXT[,...]",
                      help="run the tools on that machine (with --target-host); several, comma-separated: every run is "
-                          "split evenly over them and merged into one row (README: Two machines)")
+                          "split evenly over them and merged into one row (docs/machines.md)")
     run.add_argument("--slo", type=_slo, metavar="p99_ms=25,...",
                      help="objectives every ok row must meet (p50_ms, p99_ms, error_rate, min_rps; overrides the "
                           f"scenarios' slo): a failed one makes the run exit {SLO_FAILED}")
@@ -134,23 +145,80 @@ def build_parser() -> argparse.ArgumentParser:
     swarm_options.add_options(run)
 
     _capacity_parser(commands)
-    commands.add_parser("list-tools", help="show the tool adapters found in tools/")
-    folders = commands.add_parser("install-folders", help="the tools/<folder>/ whose install.sh the ids need (scripts/deps.sh)")
-    folders.add_argument("tools", help="comma-separated tool ids, or 'all'")
-    commands.add_parser("target-packages", help="the Debian packages the targets in targets/ need (scripts/deps.sh)")
-    images = commands.add_parser("build-images", help="build the Docker images of the tools and of the file server "
-                                                      "whose files changed (what `run --runtime docker` does first)")
-    images.add_argument("tools", help="comma-separated tool ids, or 'all'")
-    clean = commands.add_parser("clean-state", help="remove namespaces, containers, networks and proxies a killed run left")
+    _host_vs_docker_parser(commands)
+    _command(commands, "tools", "every tool, its version on this machine, its Docker image and what it can do")
+    _scenarios_parser(commands)
+    _internal_parsers(commands)
+    clean = _command(commands, "clean-state", "remove namespaces, containers, networks and proxies a killed run left")
     clean.add_argument("--target-host", metavar="ssh://[USER@]HOST[:PORT]|CONTEXT",
                        help="also remove the Nginx, its container and /tmp/lth-target-* folders a killed run left on that host")
     clean.add_argument("--generator-host", metavar="ssh://[USER@]HOST[:PORT]|CONTEXT[,...]",
                        help="also stop the tools, remove their containers and the /tmp/lth-generator-* folders a killed "
                             "run left there")
-    rederive = commands.add_parser("rederive", help="derive runs.csv and every meta.json again from a results folder's "
-                                                     "raw files (after a parser fix), running nothing")
+    rederive = _command(commands, "rederive", "derive runs.csv and every meta.json again from a results folder's "
+                                              "raw files (after a parser fix), running nothing")
     rederive.add_argument("folder", type=_absolute_path, help="a results folder, e.g. results/latest")
     return parser
+
+
+# One example per visible command, shown at the end of its --help (tests/test_commands.py: every visible one has one).
+EXAMPLES = {
+    "run": "lth run --tools wrk,ab --scenarios scenarios/quick.yaml:vu20-rtt0.1 --runtime host --duration 5s",
+    "capacity": "lth capacity --tools wrk,oha --step-duration 5 --max-steps 8",
+    "host-vs-docker": "lth host-vs-docker --tools wrk,ab --repeat 3   # then: the comparison report's folder",
+    "tools": "lth tools",
+    "scenarios": "lth scenarios scenarios/shootout.yaml",
+    "clean-state": "lth clean-state",
+    "rederive": "lth rederive results/latest",
+}
+
+
+def _command(commands: argparse._SubParsersAction, name: str, what: str) -> argparse.ArgumentParser:
+    """A visible command: its line in `lth --help`, and its example at the end of its own --help."""
+    return commands.add_parser(name, help=what, description=what, epilog=f"example:\n  {EXAMPLES[name]}",
+                               formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
+def _host_vs_docker_parser(commands: argparse._SubParsersAction) -> None:
+    pair = _command(commands, "host-vs-docker", "container vs bare metal: the same scenarios on the host and in "
+                    "Docker, interleaved scenario by scenario, then `lth compare` of the two folders "
+                    "(docs/runtimes.md)")
+    pair.add_argument("--tools", default="all", help="comma-separated tool ids, or 'all' (default)")
+    pair.add_argument("--scenarios", default=str(REPO_ROOT / "scenarios" / "quick.yaml"),
+                      help="FILE or FILE:id1,id2 (default: scenarios/quick.yaml)")
+    pair.add_argument("--shaper", default="auto", choices=SHAPERS, help="as for run")
+    pair.add_argument("--duration", type=_duration, help="override every scenario's duration: 300, 300s, 5m or 1h")
+    pair.add_argument("--results-root", type=_absolute_path, default=REPO_ROOT / "results",
+                      help="where the two results folders and compare-<timestamp>/ go (default: results/)")
+    pair.add_argument("--repeat", type=_repeat, default=1, metavar="N",
+                      help="every (scenario, tool) N times in each runtime: the comparison's intervals need 3 or more")
+    pair.add_argument("--resume-host", type=_absolute_path, metavar="FOLDER",
+                      help="continue an interrupted comparison: its host folder (runs it finished ok are skipped)")
+    pair.add_argument("--resume-docker", type=_absolute_path, metavar="FOLDER",
+                      help="continue an interrupted comparison: its Docker folder")
+    pair.add_argument("--capture", action="store_true", help="as for run: wire latency next to the tool's")
+    _add_cpus_and_grace(pair)
+
+
+def _scenarios_parser(commands: argparse._SubParsersAction) -> None:
+    listing = _command(commands, "scenarios", "the scenarios of a file: id, VUs, RTT, duration, rate, target, "
+                                              "protocol, flow and objectives")
+    listing.add_argument("file", nargs="?", default=str(REPO_ROOT / "scenarios" / "shootout.yaml"),
+                         metavar="FILE[:id,...]", help="a scenarios file (default: scenarios/shootout.yaml)")
+
+
+def _internal_parsers(commands: argparse._SubParsersAction) -> None:
+    """Commands scripts/deps.sh and make test call, and list-tools (the old name of `tools`): no help line, so
+    `lth --help` does not list them; `lth NAME --help` still describes them."""
+    commands.add_parser("list-tools", description="the old name of `lth tools`")
+    folders = commands.add_parser("install-folders", description="the tools/<folder>/ whose install.sh the ids "
+                                                                 "need (scripts/deps.sh)")
+    folders.add_argument("tools", help="comma-separated tool ids, or 'all'")
+    commands.add_parser("target-packages", description="the Debian packages the targets in targets/ need "
+                                                       "(scripts/deps.sh)")
+    images = commands.add_parser("build-images", description="build the Docker images of the tools and of the file "
+                                 "server whose files changed (what `run --runtime docker` does first)")
+    images.add_argument("tools", help="comma-separated tool ids, or 'all'")
 
 
 def _add_cpus_and_grace(parser: argparse.ArgumentParser) -> None:
@@ -161,8 +229,9 @@ def _add_cpus_and_grace(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cpus-target", metavar="LIST", help="CPUs for Nginx (e.g. 0 or 0-1; default: the first half)")
     parser.add_argument("--cpus-tool", metavar="LIST",
                         help="CPUs for the load generator (default: the CPUs the target has not)")
-    parser.add_argument("--no-isolation", action="store_true",
-                        help="let the target and the tool share every CPU (isolation is on by default on >= 2 CPUs)")
+    parser.add_argument("--isolation", action=argparse.BooleanOptionalAction, default=True,
+                        help="the target and the tool on CPUs of their own (on >= 2 CPUs); --no-isolation: they share "
+                             "every CPU (Make: ISOLATION=0)")
 
 
 def _positive_float(text: str) -> float:
@@ -178,12 +247,13 @@ def _positive_float(text: str) -> float:
 
 
 def _capacity_parser(commands: argparse._SubParsersAction) -> None:
-    capacity = commands.add_parser("capacity", help="each tool's highest sustained arrival rate against the target, "
-                                                    "by search (README: Capacity)")
+    capacity = _command(commands, "capacity", "each tool's highest sustained arrival rate against the target, "
+                                              "by search (docs/capacity.md)")
     capacity.add_argument("--tools", default="all", help="comma-separated tool ids, or 'all' (default): tools that "
                                                          "pace a rate are searched, wrk (any closed-model tool) runs "
                                                          "once closed-loop as the reference")
-    capacity.add_argument("--runtime", default="docker", choices=RUNTIMES, help="where tools run (default: docker)")
+    capacity.add_argument("--runtime", default="host", choices=RUNTIMES,
+                          help="where tools run (default: host: the tools' own ceiling, no container in the way)")
     capacity.add_argument("--target", default="nginx", choices=["nginx"], help="the server under load (default: nginx)")
     capacity.add_argument("--step-duration", type=_duration, default=5, metavar="SECONDS",
                           help="each step's run (default: 5)")
@@ -303,7 +373,8 @@ def _slo(text: str) -> "slo.Slo":
 DELEGATED = [("report", "analysis.report", "write the HTML report of one or more results folders"),
              ("compare", "analysis.compare", "B against A per tool and scenario, with intervals; --fail-on slower gates"),
              ("slo", "harness.slo", "judge a results folder against SLOs; exit 3 when one fails"),
-             ("export", "analysis.export", "a results folder as JSON Lines (with its schema) and OpenMetrics")]
+             ("export", "analysis.export", "a results folder as JSON Lines (with its schema) and OpenMetrics"),
+             ("lab", "harness.lab", "`run` with the tools and Nginx on test hosts made on this machine for the run")]
 
 
 def _delegate(args: argparse.Namespace) -> int:
@@ -324,7 +395,7 @@ def _split(args: argparse.Namespace) -> CpuSplit:
     if getattr(args, "target_host", None):     # `capacity` has no --target-host
         from harness.runtimes.remote import remote_split
         return remote_split(args.cpus_target, args.cpus_tool, _generator_hosts(args.generator_host))
-    return choose_split(not args.no_isolation, args.cpus_target, args.cpus_tool)
+    return choose_split(args.isolation, args.cpus_target, args.cpus_tool)
 
 
 def bottleneck_summary(rows: list) -> str:
@@ -401,6 +472,62 @@ def _print_capabilities(adapters: list) -> None:
         print("why not:\n" + "\n".join(reasons))
 
 
+def _host_vs_docker(args: argparse.Namespace) -> int:
+    """Each step a resumed suite of one scenario in one runtime (harness/suite/interleave.py), then the comparison."""
+    from harness.suite.interleave import interleaved
+    chosen = scenarios.select(args.scenarios, args.duration)       # bad input: said before the first step
+    folders = {"host": args.resume_host, "docker": args.resume_docker}
+    failed, steps = False, interleaved([s.id for s in chosen], args.repeat)
+    _plan(_step_arguments(args, steps[0], folders[steps[0].runtime]))    # bad input (tools, folders): before the lock
+    lock = acquire(what="a benchmark is running on this machine")    # held from the first step to the last
+    try:
+        for step in steps:
+            print(f"\n== {step.runtime}: {step.scenario}, repeat {step.repeat} of {args.repeat}", flush=True)
+            plan = replace(_plan(_step_arguments(args, step, folders[step.runtime])), keep_unselected=True)
+            folder, rows = run_suite(plan, lock=lock)
+            folders[step.runtime] = folder.path
+            failed |= any(r.status not in ("ok", "unsupported") for r in rows)
+    finally:      # stopped half way: how to go on (finished runs are kept in both folders)
+        lock.close()
+        if None not in folders.values() or sys.exc_info()[0] is not None:
+            print("\n" + "\n".join(f"{runtime}: {folder}" for runtime, folder in folders.items() if folder)
+                  + ("" if sys.exc_info()[0] is None else "\nto go on: the same command with "
+                     + " ".join(f"--resume-{r} {f}" for r, f in folders.items() if f)), flush=True)
+    from analysis import compare
+    compared = compare.main([str(folders["host"]), str(folders["docker"])])
+    return compared or int(failed)
+
+
+def _step_arguments(args: argparse.Namespace, step: "Step", resume: Path | None) -> argparse.Namespace:
+    """`run`'s arguments for one step: its runtime, its scenario, the repeats up to its own, the folder to resume."""
+    file = args.scenarios.partition(":")[0]
+    return argparse.Namespace(**{**vars(args), "runtime": step.runtime, "scenarios": f"{file}:{step.scenario}",
+                                 "repeat": step.repeat, "resume": resume, "force": False, "keep_pcap": False,
+                                 "allow_external_target": False, "target_host": None, "generator_host": None})
+
+
+def _scenarios(args: argparse.Namespace) -> int:
+    """`lth scenarios FILE`: one line per scenario, what it asks of the tools."""
+    chosen = scenarios.select(args.file)
+    print(f"{'id':24} {'VUs':>6} {'RTT ms':>7} {'duration':>8} {'rate rps':>9} {'target':10} {'protocol':9} other")
+    for s in chosen:
+        print(f"{s.id:24} {s.vus:>6} {s.rtt_ms:>7g} {s.duration_s:>7}s {s.rate_rps or '-':>9} {s.target:10} "
+              f"{s.protocol:9} {_scenario_extras(s)}".rstrip())
+    total = sum(s.duration_s for s in chosen)
+    print(f"{len(chosen)} scenarios, {total} s of load per tool and repeat; to run some: "
+          f"lth run --scenarios FILE:id1,id2")
+    return 0
+
+
+def _scenario_extras(s: "scenarios.Scenario") -> str:
+    """What a scenario sets beyond the columns: keep-alive off, TLS, a slow backend, a flow, a stall, objectives."""
+    extras = [("keep-alive off", not s.keepalive), ("tls", s.tls),
+              (f"backend delay {s.backend_delay_ms} ms", s.backend_delay_ms), (f"streams {s.streams}", s.streams > 1),
+              (f"flow {s.flow}", s.flow), (f"stall {s.stall_ms} ms at {s.stall_at_s} s", s.stall_ms),
+              ("closed-model tools run", s.rate_rps and s.closed_model_tools == "run"), (f"slo {s.slo}", s.slo)]
+    return ", ".join(text for text, on in extras if on)
+
+
 def _target_packages(_: argparse.Namespace) -> int:
     """The Debian packages every target needs (scripts/deps.sh installs them)."""
     print(" ".join(dict.fromkeys(p for target in targets.discover().values() for p in target.packages)))
@@ -436,7 +563,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command in LOCKING_COMMANDS:
             wait_s()       # a bad LTH_LOCK_WAIT_S is said before any work, not after the images are built
-        return {"run": _run, "capacity": _capacity, "list-tools": _list_tools, "clean-state": _clean_state,
+        return {"run": _run, "capacity": _capacity, "tools": _list_tools, "list-tools": _list_tools,
+                "scenarios": _scenarios, "host-vs-docker": _host_vs_docker, "clean-state": _clean_state,
                 "install-folders": _install_folders, "target-packages": _target_packages,
                 "build-images": _build_images, "rederive": _rederive,
                 **{name: _delegate for name, _, _ in DELEGATED}}[args.command](args)

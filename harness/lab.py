@@ -275,7 +275,8 @@ def main(argv: list[str]) -> int:
     import sys
 
     from harness.cli import check_run_arguments
-    parser = argparse.ArgumentParser(prog="harness.lab")
+    parser = argparse.ArgumentParser(prog="lth lab", epilog="example: lth lab --generators 2 -- --tools wrk,ab "
+                                     "--scenarios scenarios/quick.yaml --runtime host (make bench-lab)")
     parser.add_argument("--generators", type=int, default=1, choices=range(1, MAX_HOSTS))
     parser.add_argument("--docker", action="store_true", help="give every test host its own Docker engine")
     parser.add_argument("run_args", nargs=argparse.REMAINDER)

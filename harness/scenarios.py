@@ -84,7 +84,7 @@ class Scenario(BaseModel):
     keepalive: bool = Field(default=True, strict=True)
     tls: bool = Field(default=False, strict=True)
     backend_delay_ms: str | None = None
-    # Issue 38: the HTTP version the tools speak (README "HTTP/2"): h2 over TLS (ALPN), h2c cleartext with prior
+    # Issue 38: the HTTP version the tools speak (docs/protocols.md): h2 over TLS (ALPN), h2c cleartext with prior
     # knowledge. VUs stay the requests in flight: connections = vus / streams, each with `streams` at a time.
     protocol: Literal["http/1.1", "h2", "h2c", "h3"] = "http/1.1"
     streams: int = Field(default=1, gt=0, le=MAX_STREAMS, strict=True)

@@ -154,7 +154,7 @@ def summary(judged: list[tuple[dict, list[Verdict]]]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Judge a results folder's rows against SLOs (exit 3 when one fails).",
-                                     epilog="example: python -m harness.slo results/latest --slo p99_ms=25,min_rps=1000 "
+                                     epilog="example: lth slo results/latest --slo p99_ms=25,min_rps=1000 "
                                             "--junit slo.xml")
     parser.add_argument("folder", type=Path)
     parser.add_argument("--slo", help="objectives overriding the scenarios': p50_ms, p99_ms, error_rate, min_rps")

@@ -9,6 +9,7 @@ tests/test_tools_e2e.py.
 import csv
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -142,11 +143,9 @@ def nothing_left_behind(request: pytest.FixtureRequest):
 
 # --- the README's commands, as typed, in a throw-away clone ------------------------------------------------
 # Make variables a test's own environment must not hand to the make it runs (MAKEFLAGS carries the
-# command line of an outer `make test-e2e TOOLS=...`; the rest are the Makefile's `?=` overrides).
-MAKE_ENVIRONMENT = ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "TOOLS", "SCENARIOS", "RUNTIME", "DURATION", "SHAPER",
-                    "RESUME", "FORCE", "RESULTS_ROOT", "CAPTURE", "CPUS_TARGET", "CPUS_TOOL", "ISOLATION", "TARGET_HOST",
-                    "GENERATOR_HOST", "REPEAT", "RESULTS", "STEP_DURATION", "SLO_P99_MS", "RESOLUTION", "MAX_STEPS",
-                    "START_RPS", "VUS", "SVG")
+# command line of an outer `make test-e2e TOOLS=...`; the rest are the Makefile's `?=` overrides, read from it).
+MAKE_ENVIRONMENT = ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "SVG",
+                    *re.findall(r"^([A-Z][A-Z0-9_]*)\s*\?=", (REPO / "Makefile").read_text(), re.M))
 
 
 def throwaway_clone(dest: Path) -> Path:

@@ -1,6 +1,7 @@
-"""PY for the Makefile tests (`make PY="python tests/guarded_python.py" ...`): `-m harness ARGS` runs the CLI
+"""PY and LTH for the Makefile tests (`make PY="python tests/guarded_python.py" LTH="python tests/guarded_python.py lth"
+...`): `-m harness ARGS` (`lth ARGS`) runs the CLI
 with tests/no_real_run.py's guard (past validation it stops with status 99 instead of starting a run);
-`-m analysis.report ARGS` only appends ARGS to the file LTH_TEST_REPORT_LOG names, so a test sees whether
+`-m analysis.report ARGS` (`lth report ARGS`) only appends ARGS to the file LTH_TEST_REPORT_LOG names, so a test sees whether
 make asked for a report. LTH_TEST_HARNESS_EXIT=N: the harness exits N at once (the test's control)."""
 import os
 import sys
@@ -30,6 +31,9 @@ def report(args: list[str]) -> int:
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["lth"]:     # LTH for the Makefile tests: `lth report ARGS` as above, any other command the CLI's
+        command = sys.argv[2:]
+        sys.exit(report(command[1:]) if command[:1] == ["report"] else harness(command))
     flag, module, *rest = sys.argv[1:]
     assert flag == "-m", sys.argv
     sys.exit({"harness": harness, "analysis.report": report}[module](rest))

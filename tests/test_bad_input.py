@@ -121,10 +121,11 @@ MAKE_BAD_INPUT = {   # a bad input each bench target passes to the harness (befo
 
 def make(target: str, results_root: Path, report_log: Path, *variables: str,
          env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    """The target's recipe as typed, with `deps` taken as made (-o) and PY the guarded interpreter."""
+    """The target's recipe as typed, with `deps` taken as made (-o) and PY and LTH the guarded interpreter."""
     clean = {k: v for k, v in os.environ.items() if k not in MAKE_ENVIRONMENT}
     return subprocess.run(["make", "--no-print-directory", "-o", "deps", target, f"PY={GUARDED_PY}",
-                           f"RESULTS_ROOT={results_root}", *variables], cwd=REPO, capture_output=True, text=True,
+                           f"LTH={GUARDED_PY} lth", f"RESULTS_ROOT={results_root}", *variables], cwd=REPO,
+                          capture_output=True, text=True,
                           timeout=120, env={**clean, "LTH_TEST_REPORT_LOG": str(report_log), **(env or {})})
 
 

@@ -95,8 +95,8 @@ class Settings:
 def check_tools(tools: list[ToolAdapter]) -> None:
     """Bad input: nothing to search and no closed-loop reference."""
     if not any(t.open_model or t.name == REFERENCE_TOOL for t in tools):
-        raise HarnessError(f"--tools {','.join(t.name for t in tools)}: none of them can pace a rate (`python -m "
-                           f"harness list-tools`, rate column: open) and {REFERENCE_TOOL}, the closed-loop reference, "
+        raise HarnessError(f"--tools {','.join(t.name for t in tools)}: none of them can pace a rate (`lth tools`, "
+                           f"rate column: open) and {REFERENCE_TOOL}, the closed-loop reference, "
                            f"is not among them: add one")
 
 

@@ -5,7 +5,7 @@ harness created: the target's veth in the host runtime, the generator's eth0 in 
 runtime. Its queue limit is raised from 1000 packets so a 50 ms profile at 1000 VUs is not capped
 by the queue. Toxiproxy (the fallback) runs inside the target's network namespace, in front of
 Nginx, with one downstream latency toxic equal to the RTT; it does not delay the TCP handshake,
-costs CPU of its own and saturates around 10-15k RPS on two cores (see README).
+costs CPU of its own and saturates around 10-15k RPS on two cores (see docs/shaping.md).
 """
 from __future__ import annotations
 

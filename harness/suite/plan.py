@@ -29,6 +29,9 @@ class Plan:
     keep_pcap: bool = False       # with capture: keep each run's pcap next to its output
     split: CpuSplit = field(default_factory=choose_split)   # target and tool CPU sets (harness/cpus.py)
     swarm: SwarmOptions | None = None   # --runtime swarm: its generator tasks (harness/runtimes/swarm.py)
+    # resuming: failed rows of runs this plan does not select stay in runs.csv (lth host-vs-docker resumes a folder one
+    # scenario at a time); by default every failed row goes (capacity's steps are not in its plan's runs)
+    keep_unselected: bool = False
 
     def __post_init__(self) -> None:
         for name in ("results_root", "resume"):

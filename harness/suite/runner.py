@@ -327,10 +327,21 @@ def _open_folder(plan: Plan) -> tuple[ResultsFolder, set[tuple[str, str]]]:
         return ResultsFolder.create(plan.results_root, plan.runtime), set()
     folder = ResultsFolder.open(plan.resume, plan.runtime)
     selected = {(s.id, t.name, r) for s, t, r in plan.runs}
-    keep = [r for r in folder.rows()
-            if r["status"] in ("ok", "unsupported") and not (plan.force and (r["scenario"], r["tool"], int(r["repeat"])) in selected)]
+    keep = [r for r in folder.rows() if _kept(r, selected, plan.force, plan.keep_unselected)]
     folder.rewrite(keep)  # failed/forced rows are redone; their old rows go
-    return folder, {(r["scenario"], r["tool"], int(r["repeat"])) for r in keep}
+    return folder, {_key(r) for r in keep if r["status"] in ("ok", "unsupported")}
+
+
+def _key(row: dict[str, str]) -> tuple[str, str, int]:
+    return row["scenario"], row["tool"], int(row["repeat"])
+
+
+def _kept(row: dict[str, str], selected: set[tuple[str, str, int]], force: bool, keep_unselected: bool) -> bool:
+    """A resumed folder's ok or unsupported row stays unless --force redoes it; a failed one goes (it is redone),
+    but with ``keep_unselected`` only if this suite selects it."""
+    if keep_unselected and _key(row) not in selected:
+        return True
+    return row["status"] in ("ok", "unsupported") and not (force and _key(row) in selected)
 
 
 @dataclass

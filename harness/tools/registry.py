@@ -56,7 +56,7 @@ def select(names: str | None, tools_dir: Path = TOOLS_DIR) -> list[ToolAdapter]:
         return list(available.values())
     wanted = [n.strip() for n in names.split(",") if n.strip()]
     if not wanted:
-        raise HarnessError(f"--tools {names!r} names no tool: give tool ids (python -m harness list-tools) or 'all'")
+        raise HarnessError(f"--tools {names!r} names no tool: give tool ids (lth tools) or 'all'")
     twice = sorted({n for n in wanted if wanted.count(n) > 1})
     if twice:   # a second run of the pair would empty the first one's folder
         raise HarnessError(f"--tools {names}: {', '.join(twice)} is named twice; name each tool once "
