@@ -209,8 +209,8 @@ RESUME_HOST ?=
 RESUME_DOCKER ?=
 .PHONY: bench-compare help
 bench-compare: SCENARIOS = scenarios/quick.yaml
-bench-compare:  ## container vs bare metal: both runtimes interleaved on the same scenarios, then the comparison report
-	NEED_DOCKER=1 NEED_TOOLS=1 scripts/deps.sh $(TOOLS)
+bench-compare: RUNTIME = both
+bench-compare: deps  ## container vs bare metal: both runtimes interleaved on the same scenarios, then the comparison report
 	$(LTH) host-vs-docker --tools $(TOOLS) --scenarios $(SCENARIOS) --shaper $(SHAPER) --repeat $(REPEAT) \
 	  --results-root $(RESULTS_ROOT) $(if $(DURATION),--duration $(DURATION)) $(if $(CAPTURE),--capture) $(CPU_ARGS) \
 	  $(if $(RESUME_HOST),--resume-host $(RESUME_HOST)) $(if $(RESUME_DOCKER),--resume-docker $(RESUME_DOCKER))

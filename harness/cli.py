@@ -97,6 +97,7 @@ def _absolute_path(text: str) -> Path:
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="lth", description="Run HTTP load-testing tools side by side under the same conditions.",
                      epilog="examples:\n  lth run --tools wrk,ab --scenarios scenarios/quick.yaml --duration 5\n"
+                            "  lth scenarios scenarios/shootout.yaml\n  lth host-vs-docker --tools wrk,ab --repeat 3\n"
                             "  lth report results/latest\n  lth compare results/A results/B --fail-on slower\n"
                             "  lth slo results/latest --slo p99_ms=25,min_rps=1000 --junit slo.xml\n"
                             "  lth export results/latest\n(`python -m harness` is the same command; `make help`: "

@@ -142,6 +142,15 @@ def test_make_writes_no_report_after_bad_input(target, results_root, tmp_path):
         "resume-empty" if target == "bench-all" else f"{results_root}/latest")
 
 
+def test_make_bench_compare_after_bad_input_is_one_line_and_no_folder(results_root, tmp_path):
+    """make bench-compare (lth host-vs-docker): a bad input is said before the first step, in either runtime."""
+    before = sorted(results_root.iterdir())
+    result = make("bench-compare", results_root, tmp_path / "report.log", "TOOLS=bombardier,bombardier")
+    errors = [line for line in (result.stdout + result.stderr).splitlines() if line.startswith("error: ")]
+    assert result.returncode == 2 and len(errors) == 1 and "bombardier" in errors[0], result.stdout + result.stderr
+    assert sorted(results_root.iterdir()) == before and "Traceback" not in result.stderr
+
+
 # --- the scenario loader, fuzzed -----------------------------------------------------------------------
 FIELDS = ["id", "vus", "rtt_ms", "duration_s", "rate_rps", "closed_model_tools", "stall_ms", "stall_at_s", "target",
           "keepalive", "tls", "backend_delay_ms", "defaults", "scenarios", "rps", "", "<<"]

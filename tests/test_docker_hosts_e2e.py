@@ -93,7 +93,7 @@ def test_the_tool_container_on_one_host_loads_the_nginx_container_on_another(one
     latest = one_generator.results / "latest"
     meta = json.loads((latest / row["run_dir"] / "meta.json").read_text())
     # top runs on either host over ssh. Here the three "hosts" share this machine's two cores, and under
-    # the Docker path's full load a remote top's frames have arrived seconds late (README: Two machines):
+    # the Docker path's full load a remote top's frames have arrived seconds late (docs/machines.md):
     # a figure without frames in the load window must then be unknown (empty), never 0 or made up.
     nginx = meta["target_usage"]["nginx"]
     assert nginx["samples"] >= 2 and nginx["mem_avg_mb"] > 0, nginx     # the target's top streamed

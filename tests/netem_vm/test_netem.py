@@ -177,7 +177,7 @@ def test_netem_delays_the_handshake(netem_rows):
 
 @pytest.fixture(scope="module")
 def toxiproxy_wrk(tmp_path_factory) -> dict:
-    """wrk at 100 VUs, 50 ms through Toxiproxy: in TCG it got 756 rps where netem gave 1,925 (README).
+    """wrk at 100 VUs, 50 ms through Toxiproxy: in TCG it got 756 rps where netem gave 1,925 (docs/shaping.md).
     60 s: the probe under the load times its GETs 0.4 x the duration in; its two Python processes start at
     the launch (shaping.LOADED_PROBE_LEAD_S), and under this load took up to 14 s to get there (2026-11-26,
     before -S and the lazy ssl import), 28.5 and 32.5 s on a slower TCG (2026-11-27: its 10 GETs, ~0.8 s each
