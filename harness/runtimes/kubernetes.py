@@ -1,0 +1,162 @@
+"""Kubernetes, on paper: one run (a tool, a scenario, N generator tasks) rendered as manifests, validated
+offline against the Kubernetes schemas (kubernetes-validate; tests/test_kubernetes.py), never applied here
+(no cluster can run on these machines). The same task contract as the swarm runtime (task.py):
+
+- a Namespace; the target as a Deployment of lth-target on a node labelled lth.target=true, behind a
+  headless Service (the tools reach the pod itself, as with Swarm's dnsrr: no kube-proxy in the path);
+- the generators as an Indexed Job (``completionMode: Indexed``, ``parallelism = completions = N``,
+  ``backoffLimit: 0``) of the tool's image on nodes labelled lth.generator=true, each pod running
+  task_agent.pl (from a ConfigMap) against the coordinator at ``--coordinator HOST:PORT``, which hands
+  each task its command (written beside the manifests, commands.json: the same share split as ssh and
+  Swarm, suite/execution.py split_evenly), releases them together and receives their folders.
+
+    python -m harness.runtimes.kubernetes --tool wrk --scenario scenarios/shootout.yaml:vu20-rtt0.1 \\
+        --generators 4 --coordinator 198.18.0.1:7000 --out k8s/
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from harness.errors import HarnessError
+from harness.runtimes.docker import TARGET_IMAGE, tool_image
+from harness.runtimes.generator import there
+from harness.runtimes.swarm import GENERATOR_LABEL, TARGET_LABEL
+from harness.runtimes.swarm_options import check_shares
+from harness.runtimes.task import AGENT, TASK_WORKDIR
+from harness.scenarios import Scenario
+from harness.suite.execution import split_evenly
+from harness.targets.file_server import TARGET_FILE
+from harness.tools import openmodel, registry
+from harness.tools.adapter import ToolAdapter
+from harness.tools.output import RunSpec
+
+KUBERNETES_VERSION = "1.30"      # the schemas the manifests are validated against
+NAME = "lth"
+
+
+@dataclass(frozen=True)
+class KubeRun:
+    adapter: ToolAdapter
+    scenario: Scenario
+    generators: int
+    coordinator: str           # HOST:PORT every pod reaches: where the harness's coordinator listens
+    token: str = "rendered"    # the coordinator's secret (a real run puts the running coordinator's here)
+    namespace: str = "lth-bench"
+
+    @property
+    def target_url(self) -> str:
+        return f"http://{NAME}-target.{self.namespace}.svc.cluster.local:80/{TARGET_FILE}"
+
+
+def commands(run: KubeRun) -> list[list[str]]:
+    """Each task's command line, its share of the VUs (and rate) by its index, paths as in the task."""
+    parts = run.generators
+    rate = openmodel.rate_for(run.scenario, run.adapter)
+    rates = split_evenly(rate, parts) if rate else [None] * parts
+    found = []
+    for vus, part_rate in zip(split_evenly(run.scenario.vus, parts), rates):
+        spec = RunSpec(url=run.target_url, vus=vus, duration_s=run.scenario.duration_s, out_dir=Path(f"{TASK_WORKDIR}/run"),
+                       cpus=1, rate_rps=part_rate, per_request=parts > 1, keepalive=run.scenario.keepalive,
+                       protocol=run.scenario.protocol, streams=run.scenario.streams)
+        found.append([there(arg, f"{TASK_WORKDIR}/repo") for arg in run.adapter.command(spec)])
+    return found
+
+
+def _meta(run: KubeRun, name: str, app: str | None = None) -> dict:
+    return {"name": name, "namespace": run.namespace, "labels": {"app.kubernetes.io/part-of": NAME,
+                                                                 **({"app": app} if app else {})}}
+
+
+def target(run: KubeRun) -> list[dict]:
+    """The target's Deployment and its headless Service."""
+    app = f"{NAME}-target"
+    pod = {"nodeSelector": {TARGET_LABEL: "true"}, "containers": [{
+        "name": "nginx", "image": TARGET_IMAGE, "imagePullPolicy": "IfNotPresent",
+        "ports": [{"containerPort": 80, "name": "http"}],
+        "readinessProbe": {"httpGet": {"path": f"/{TARGET_FILE}", "port": 80}, "periodSeconds": 1}}]}
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": _meta(run, app, app),
+                  "spec": {"replicas": 1, "selector": {"matchLabels": {"app": app}},
+                           "template": {"metadata": {"labels": {"app": app}}, "spec": pod}}}
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": _meta(run, app, app),
+               "spec": {"clusterIP": "None", "selector": {"app": app}, "ports": [{"port": 80, "targetPort": 80,
+                                                                                   "name": "http"}]}}
+    return [deployment, service]
+
+
+def generators(run: KubeRun) -> list[dict]:
+    """The agent's ConfigMap and the Indexed Job of N tasks."""
+    agent = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": _meta(run, f"{NAME}-agent"),
+             "data": {"task_agent.pl": AGENT.read_text()}}
+    env = [{"name": "LTH_COORDINATOR", "value": run.coordinator}, {"name": "LTH_TOKEN", "value": run.token},
+           {"name": "LTH_TASK", "valueFrom": {"fieldRef": {
+               "fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"}}},
+           {"name": "LTH_NODE", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}]
+    container = {"name": "generator", "image": tool_image(run.adapter), "imagePullPolicy": "IfNotPresent",
+                 "command": ["perl", "/agent/task_agent.pl"], "env": env,
+                 "volumeMounts": [{"name": "agent", "mountPath": "/agent", "readOnly": True}]}
+    pod = {"restartPolicy": "Never", "nodeSelector": {GENERATOR_LABEL: "true"}, "containers": [container],
+           "volumes": [{"name": "agent", "configMap": {"name": f"{NAME}-agent"}}]}
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": _meta(run, f"{NAME}-generators-{run.adapter.name}"),
+           "spec": {"completionMode": "Indexed", "completions": run.generators, "parallelism": run.generators,
+                    "backoffLimit": 0, "ttlSecondsAfterFinished": 600,
+                    "template": {"metadata": {"labels": {"app": f"{NAME}-generator"}}, "spec": pod}}}
+    return [agent, job]
+
+
+def manifests(run: KubeRun) -> list[dict]:
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": run.namespace,
+                                                                       "labels": {"app.kubernetes.io/part-of": NAME}}}
+    return [namespace, *target(run), *generators(run)]
+
+
+def render(run: KubeRun, out: Path) -> list[Path]:
+    """manifests.yaml (every document) and commands.json (what the coordinator hands each index) in ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    written = [out / "manifests.yaml", out / "commands.json"]
+    written[0].write_text(yaml.safe_dump_all(manifests(run), sort_keys=False, width=120))
+    written[1].write_text(json.dumps({"tool": run.adapter.name, "scenario": run.scenario.id,
+                                      "generators": run.generators, "commands": commands(run)}, indent=2) + "\n")
+    return written
+
+
+def parse(argv: list[str]) -> tuple[KubeRun, Path]:
+    parser = argparse.ArgumentParser(prog="python -m harness.runtimes.kubernetes",
+                                     description="render one run as Kubernetes manifests (validated, not applied)")
+    parser.add_argument("--tool", required=True, help="one tool id")
+    parser.add_argument("--scenario", required=True, metavar="FILE:ID", help="one scenario")
+    parser.add_argument("--generators", type=int, default=1, metavar="N", help="tasks of the Indexed Job")
+    parser.add_argument("--coordinator", required=True, metavar="HOST:PORT",
+                        help="where the pods reach the harness's coordinator")
+    parser.add_argument("--out", type=Path, required=True, help="folder for manifests.yaml and commands.json")
+    args = parser.parse_args(argv)
+    from harness import scenarios
+    tools, chosen = registry.select(args.tool), scenarios.select(args.scenario)
+    if len(tools) != 1 or len(chosen) != 1:
+        raise HarnessError(f"one tool and one scenario per rendering: got {len(tools)} tool(s), {len(chosen)} scenario(s)")
+    if args.generators < 1:
+        raise HarnessError(f"--generators {args.generators}: at least 1 generator task")
+    if ":" not in args.coordinator:
+        raise HarnessError(f"--coordinator {args.coordinator}: HOST:PORT")
+    check_shares(args.generators, chosen)
+    return KubeRun(tools[0], chosen[0], args.generators, args.coordinator), args.out
+
+
+def main(argv: list[str]) -> int:
+    try:
+        run, out = parse(argv)
+        for path in render(run, out):
+            print(path)
+    except HarnessError as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
