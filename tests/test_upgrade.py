@@ -14,7 +14,7 @@ import pytest
 
 from analysis.load import load_results
 from harness.store.record import SCHEMA_VERSION
-from harness.store.results import COLUMNS, ResultsFolder, RunRow
+from harness.store.results import COLUMNS, ResultsFolder, RunRow, read_meta_row, write_meta
 from harness.store.upgrade import FutureSchema, upgrade_row, upgrade_rows, version_of
 
 REPO = Path(__file__).resolve().parents[1]
@@ -73,6 +73,14 @@ def test_a_new_row_says_its_version_in_runs_csv(tmp_path):
     assert folder.rows()[0]["schema_version"] == str(SCHEMA_VERSION) and COLUMNS[-1] == "schema_version"
 
 
+def test_a_meta_row_keeps_its_version(tmp_path):
+    """A resumed folder's finished run is read from its meta.json: one stored before the field is version 1."""
+    assert read_meta_row(RECORDED / "vu20-rtt0.1" / "wrk").schema_version == 1
+    write_meta(tmp_path, RunRow(tool="wrk", tool_version="4", runtime="host", scenario="s", vus=1, rtt_target_ms=0,
+                                duration_s=1, status="ok"), {})
+    assert read_meta_row(tmp_path).schema_version == SCHEMA_VERSION
+
+
 def test_an_old_folder_loads_through_the_upgrade():
     frame = load_results(OLD)
     assert (frame["schema_version"] == SCHEMA_VERSION).all() and (frame["target"] == "nginx").all()
@@ -90,9 +98,11 @@ def report(folder: Path, out: Path | None = None) -> subprocess.CompletedProcess
 
 
 def test_an_old_folder_renders(tmp_path):
-    result = report(OLD, tmp_path / "report")
+    """On a copy: a report locks its folder, and other tests read the fixture at the same time."""
+    folder = shutil.copytree(OLD, tmp_path / OLD.name)
+    result = report(folder)
     assert result.returncode == 0, result.stderr
-    assert (tmp_path / "report" / "index.html").is_file()
+    assert (folder / "report" / "index.html").is_file()
 
 
 def checksums(folder: Path) -> dict[str, str]:

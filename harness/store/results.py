@@ -311,8 +311,9 @@ def write_meta(run_dir: Path, row: RunRow, extra: dict) -> None:
 
 def read_meta_row(run_dir: Path) -> RunRow:
     """The row write_meta stored in ``run_dir``, exactly (runs.csv rounds to 6 digits); columns it
-    predates take their defaults."""
-    stored = json.loads((run_dir / "meta.json").read_text())["row"]
+    predates take their defaults, but a row stored without schema_version stays of its version, 1
+    (harness/store/upgrade.py), not today's."""
+    stored = {"schema_version": 1, **json.loads((run_dir / "meta.json").read_text())["row"]}
     return RunRow(**{name: value for name, value in stored.items() if name in COLUMNS})
 
 
