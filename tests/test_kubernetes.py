@@ -1,4 +1,4 @@
-"""Kubernetes on paper (harness/runtimes/kubernetes.py): the rendered manifests hold against the Kubernetes
+"""Kubernetes on paper (harness/suite/kubernetes.py): the rendered manifests hold against the Kubernetes
 schemas offline (kubernetes-validate, strict: an unknown field fails too), and say what the issue asks of the
 Job; the commands the coordinator would hand out split the VUs as ssh and Swarm do. No cluster is involved."""
 import json
@@ -9,8 +9,8 @@ import yaml
 
 kubernetes_validate = pytest.importorskip("kubernetes_validate")
 
-from harness.runtimes import kubernetes  # noqa: E402
-from harness.runtimes.kubernetes import KUBERNETES_VERSION  # noqa: E402
+from harness.suite import kubernetes  # noqa: E402
+from harness.suite.kubernetes import KUBERNETES_VERSION  # noqa: E402
 
 SCENARIO = "scenarios/shootout.yaml:vu20-rtt0.1"
 

@@ -10,7 +10,7 @@ offline against the Kubernetes schemas (kubernetes-validate; tests/test_kubernet
   each task its command (written beside the manifests, commands.json: the same share split as ssh and
   Swarm, suite/execution.py split_evenly), releases them together and receives their folders.
 
-    python -m harness.runtimes.kubernetes --tool wrk --scenario scenarios/shootout.yaml:vu20-rtt0.1 \\
+    python -m harness.suite.kubernetes --tool wrk --scenario scenarios/shootout.yaml:vu20-rtt0.1 \\
         --generators 4 --coordinator 198.18.0.1:7000 --out k8s/
 """
 from __future__ import annotations
@@ -126,7 +126,7 @@ def render(run: KubeRun, out: Path) -> list[Path]:
 
 
 def parse(argv: list[str]) -> tuple[KubeRun, Path]:
-    parser = argparse.ArgumentParser(prog="python -m harness.runtimes.kubernetes",
+    parser = argparse.ArgumentParser(prog="python -m harness.suite.kubernetes",
                                      description="render one run as Kubernetes manifests (validated, not applied)")
     parser.add_argument("--tool", required=True, help="one tool id")
     parser.add_argument("--scenario", required=True, metavar="FILE:ID", help="one scenario")
