@@ -185,9 +185,20 @@ clean-state:  ## remove what a killed run left (namespaces, containers, networks
 	    $(if $(GENERATOR_HOST),--generator-host $(GENERATOR_HOST))
 
 # The README's tool table, from tools/<id>/tool.toml (tests/tools/test_manifests.py checks it).
-.PHONY: readme-tools
+.PHONY: readme-tools go-lock deps-wait
 readme-tools:
 	$(PY) -m harness.tools.readme_tools
+
+# A Go tool's go.mod/go.sum from its tool.toml (tools/README.md, compiled tools); OLDER=1: the newest earlier
+# release whose every module the proxy serves, written back into tool.toml.
+TOOL ?=
+OLDER ?=
+go-lock:  ## a Go tool's go.mod/go.sum: make go-lock TOOL=<id> [OLDER=1]
+	@[ -n "$(TOOL)" ] || { echo "error: make go-lock needs the tool's id: make go-lock TOOL=<id>" >&2; exit 2; }
+	scripts/go-lock.sh $(TOOL) $(if $(OLDER),--older)
+
+deps-wait:  ## wait for make deps' background compile; says done or failed
+	@scripts/wait-compiles.sh
 
 # The three fuzzers of tests/test_fuzz.py (every parser, the capture reader, the scenario loader) run longer by
 # hand: FUZZ_INPUTS inputs each (the unit tier runs a few hundred), FUZZ_SEED to vary them. No load is started.
