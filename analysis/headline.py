@@ -8,6 +8,8 @@ verdict. Everything is read from the scorecard's cells, so the picture and the t
 """
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -94,8 +96,7 @@ def draw(found: list[Point], chosen: Axes, held: str, out: Path) -> Path:
     ax.set_yscale("symlog", linthresh=1.0)
     ax.margins(x=0.08, y=0.1)
     ax.axhline(0, color="grey", linewidth=0.8, zorder=1)
-    ax.xaxis.set_major_formatter(matplotlib.ticker.EngFormatter(sep=""))
-    ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+    _readable_ticks(ax)
     ax.set_xlabel(f"requests per CPU-second of the tool, {chosen.x_scenario} (log)   → better", fontsize=9)
     ax.set_ylabel(f"{chosen.y_label}, {chosen.y_scenario}   ↓ better", fontsize=9)
     ax.grid(True, which="major", alpha=0.3)
@@ -108,6 +109,26 @@ def draw(found: list[Point], chosen: Axes, held: str, out: Path) -> Path:
     fig.tight_layout()
     _label(ax, found)
     return save(fig, out, "headline", dpi=100)
+
+
+def _readable_ticks(ax: plt.Axes) -> None:
+    """Plain numbers on both axes (43.5k, not 4.35x10^4), and enough of them to read a point's value: the log
+    x axis labels its minor ticks where it spans less than 1.5 decades (only the 2s and 5s up to four); the
+    symlog y axis ticks 1, 2 and 5 of each decade."""
+    engineering = matplotlib.ticker.EngFormatter(sep="")
+    low, high = ax.get_xlim()
+    decades = math.log10(high / low) if low > 0 else math.inf
+
+    def minor(value: float, _: int) -> str:
+        mantissa = round(value / 10 ** math.floor(math.log10(value)), 6) if value > 0 else 0
+        shown = decades < 1.5 or (decades < 4 and mantissa in (2, 5))
+        return engineering(value) if shown else ""
+
+    ax.xaxis.set_major_formatter(engineering)
+    ax.xaxis.set_minor_formatter(matplotlib.ticker.FuncFormatter(minor))
+    ax.tick_params(axis="x", which="minor", labelsize=8)
+    ax.yaxis.set_major_locator(matplotlib.ticker.SymmetricalLogLocator(linthresh=1.0, base=10, subs=[1.0, 2.0, 5.0]))
+    ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
 
 
 # Where a point's label may go, in points from the point, tried in this order: the first that overlaps no label

@@ -61,3 +61,20 @@ def test_the_banner_counts_failed_and_contended_runs():
     banner = headline.banner(df, [])
     assert banner["runs"] == "4 runs: 2 ok, 1 failed, 1 unsupported; 1 contended (other processes took CPU: marked †)"
     assert banner["machine"].startswith("unknown") and banner["duration"] == "10 s"
+
+
+@pytest.mark.parametrize("xs, expected", [((43_500, 44_100), {"43.6k", "43.8k", "44k"}),
+                                          ((800, 40_000), {"1k", "2k", "5k", "10k", "20k"})])
+def test_the_axes_read_as_plain_numbers_with_enough_ticks_to_read_a_point(tmp_path, xs, expected):
+    """A run of two close tools once showed only '4.35x10^4'-style minor labels on x and 0 and 1 on y."""
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots()
+    ax.plot(xs, (4.8, 3.6), "o")
+    ax.set_xscale("log")
+    ax.set_yscale("symlog", linthresh=1.0)
+    headline._readable_ticks(ax)
+    fig.canvas.draw()
+    shown = {t.get_text() for t in ax.get_xticklabels(minor=True) + ax.get_xticklabels() if t.get_text()}
+    assert expected <= shown and not any("10^" in t or "times" in t or "$" in t for t in shown), shown
+    assert {"2", "5"} <= {t.get_text() for t in ax.get_yticklabels()}
+    plt.close(fig)
