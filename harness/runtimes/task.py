@@ -42,8 +42,9 @@ TASK_WORKDIR = "/tmp/lth-task"       # where task_agent.pl unpacks the bundle (r
 READY_TIMEOUT_S = 120.0              # from the service's creation to every task ready (an image start on each node)
 TASK_RECORD = "task.json"            # beside each part's output: which task ran it, when it said ready and started
 # The start barrier's window: every task's tool starts within it of the first one's (go goes to every task
-# within a few ms; each task forks its tool on receiving it). The e2e test holds the runtime to it.
-START_WINDOW_S = 0.5
+# within a few ms; each task forks its tool on receiving it and says so). Seen on this 2-core VM: 20-100 ms
+# idle, once over 0.5 s with other benchmarks running (load average 7). The e2e test holds the runtime to it.
+START_WINDOW_S = 1.0
 
 
 @dataclass
