@@ -1,15 +1,19 @@
 """The swarm runtime for real (harness/runtimes/swarm.py): this machine's Docker engine made a single-node
 swarm by the harness (--swarm-init), the target a service, each run's generators a replicated job of 2 tasks
 of the tool's image released by the coordinator's barrier, one merged row per run counted by Nginx, and the
-engine left as it was found. Cost: one suite of wrk and k6, 3 s each: about 30 s (plus a refused run, ~3 s)."""
+engine left as it was found, Ctrl-C included. Cost: one suite of wrk and k6, 3 s each, about 30 s; a refused
+run, ~3 s; an interrupted one, ~15 s."""
 import ipaddress
 import json
+import signal
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from conftest import harness, require_root_tools, rows
+from conftest import REPO, harness, require_root_tools, rows
 from harness.runtimes.docker import docker_available
 from harness.runtimes.task import START_WINDOW_S, TASK_RECORD
 
@@ -100,3 +104,26 @@ def test_no_swarm_and_no_swarm_init_is_one_line_and_exit_2(tmp_path):
     assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
     assert "in no swarm: pass --swarm-init" in result.stderr
     assert not list((tmp_path / "results").glob("*")) and swarm_state()["swarm"] == ["inactive"]   # no results folder
+
+
+def test_ctrl_c_during_a_run_leaves_the_engine_as_found(tmp_path):
+    """Its own suite: an interrupt while the tasks load the target (about 15 s)."""
+    require_root_tools("docker")
+    if docker_available() is None or swarm_state()["swarm"] != ["inactive"]:
+        pytest.skip("needs a Docker engine in no swarm")
+    before = swarm_state()
+    (tmp_path / "long.yaml").write_text("scenarios:\n  - {id: long, vus: 4, rtt_ms: 0.1, duration_s: 60}\n")
+    proc = subprocess.Popen([sys.executable, "-m", "harness", "run", "--runtime", "swarm", "--swarm-init",
+                             "--generators", "2", "--tools", "wrk", "--scenarios", str(tmp_path / "long.yaml"),
+                             "--results-root", str(tmp_path / "results")], cwd=REPO, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 180
+    while len(lines("docker", "ps", "-q", "--filter", "label=lth=swarm-generator")) < 2 and proc.poll() is None \
+            and time.monotonic() < deadline:
+        time.sleep(0.3)
+    loading = len(lines("docker", "ps", "-q", "--filter", "label=lth=swarm-generator")) == 2
+    proc.send_signal(signal.SIGINT)
+    output, _ = proc.communicate(timeout=180)
+    assert loading, output[-2000:]
+    assert proc.returncode == 130, output[-2000:]
+    assert swarm_state() == before

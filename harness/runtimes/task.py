@@ -3,9 +3,10 @@
 A run of N tasks: the harness splits the load as for generator hosts (suite/execution.py split_evenly,
 in the runner), and each task, a container of the tool's own image running task_agent.pl, connects to
 the run's ``Coordinator`` (a TCP server in the harness, on an address every node reaches), says it is
-ready and gets its index, the tool's folder (generator.py ``bundle``) and its own command line. When all N
-are ready the coordinator sends ``go`` to each (the start barrier: no clock is shared between the
-machines, the coordinator's own clock stamps when each task said it had started its tool). While the tool
+ready and gets its index, the tool's folder (generator.py ``bundle``) and its own command line; once it has
+unpacked them it says ``armed``. When all N are armed the coordinator sends ``go`` to each (the start
+barrier: no clock is shared between the machines, the coordinator's own clock stamps when each task said
+it had started its tool). While the tool
 runs the task sends a memory and CPU sample of its process tree every second; at its end the exit status
 and its run folder (stdout.txt, stderr.txt, the tool's files), which ``TaskSession.finish`` unpacks into
 the part's folder: from there the runner derives each part's row and merges them (row/merge.py), as for
@@ -54,7 +55,8 @@ class TaskState:
     task: str = ""
     node: str = ""
     peer: str = ""
-    ready_at: float | None = None
+    connected_at: float | None = None   # said `ready`: connected, before its bundle and command
+    ready_at: float | None = None       # said `armed`: set up, waiting for `go` at the barrier
     go_at: float | None = None
     started_at: float | None = None
     ended_at: float | None = None
@@ -66,7 +68,7 @@ class TaskState:
     started: threading.Event = field(default_factory=threading.Event, repr=False)
 
     def record(self) -> dict:
-        kept = ("index", "task", "node", "peer", "ready_at", "go_at", "started_at", "ended_at", "exit_code", "error")
+        kept = ("index", "task", "node", "peer", "connected_at", "ready_at", "go_at", "started_at", "ended_at", "exit_code", "error")
         return {**{name: getattr(self, name) for name in kept}, "samples": len(self.samples)}
 
 
@@ -107,7 +109,7 @@ class Coordinator:
             if self._next >= len(self.tasks):
                 return None
             state, self._next = self.tasks[self._next], self._next + 1
-        state.task, state.node, state.peer, state.ready_at = words[2], words[3], peer, time.time()
+        state.task, state.node, state.peer, state.connected_at = words[2], words[3], peer, time.time()
         return state
 
     def _serve(self, conn: socket.socket, peer: str) -> None:
@@ -119,6 +121,9 @@ class Coordinator:
         self._conns[state.index] = conn
         try:
             self._hand_over(conn, state)
+            if reader.readline(100).strip() != b"armed":
+                raise OSError("the task did not set up its tool (no `armed`): see its stderr.txt")
+            state.ready_at = time.time()
             self._barrier.wait(timeout=READY_TIMEOUT_S)
             conn.sendall(b"go\n")
             state.go_at = time.time()

@@ -4,8 +4,9 @@
 #   env LTH_COORDINATOR=HOST:PORT  LTH_TOKEN=<the run's secret>  LTH_TASK=<task id>  LTH_NODE=<node name>
 #
 # The task connects to the run's coordinator, says `ready`, receives its index, the bundle (the tool's
-# folder, tar) and its own command line (its share of the VUs or rate is already in it), then waits for
-# `go`, which the coordinator sends to every task once all N are ready (the start barrier). It runs the
+# folder, tar) and its own command line (its share of the VUs or rate is already in it), unpacks the bundle,
+# says `armed`, then waits for `go`, which the coordinator sends to every task once all N are armed (the
+# start barrier). It runs the
 # tool in /tmp/lth-task/run (stdout.txt, stderr.txt and the tool's files there), sends a memory and CPU
 # sample of the tool's process tree every second (VmRSS and utime+stime from /proc), and at the end the
 # exit status and the run folder as a tar. `stop` (or the coordinator gone) ends the tool: TERM, KILL 5 s later.
@@ -81,6 +82,8 @@ open(my $untar, '|-', 'tar', '-C', "$WORK/repo", '-xf', '-') or die "lth-task: t
 binmode $untar;
 print $untar $bundle;
 close $untar or die "lth-task: the bundle did not unpack\n";
+mkdir "$WORK/run";
+print $socket "armed\n";        # set up: only the fork of the tool is left to do
 exit 0 unless line() eq 'go';    # `abort`: another task failed before the barrier
 
 chdir "$WORK/run" or die "lth-task: $WORK/run: $!\n";
