@@ -17,7 +17,12 @@ import numpy as np
 
 from harness.store.figures import Metrics
 
-PERCENTILES = (50, 75, 90, 95, 99)
+PERCENTILES = (50, 75, 90, 95, 99, 99.9)
+
+
+def percentile_field(p: float) -> str:
+    """The row's column of percentile ``p``: lat_p99_ms, lat_p99_9_ms."""
+    return f"lat_p{p:g}_ms".replace(".", "_")
 DEFINITION = "nearest-rank percentiles over every request in the tool's per-request log"
 
 
@@ -52,7 +57,7 @@ def latency_metrics(latencies_ms: Sequence[float] | np.ndarray, **fields) -> Met
     points = percentiles(values, PERCENTILES)
     return Metrics(
         lat_min_ms=float(values.min()), lat_mean_ms=float(values.mean()), lat_max_ms=float(values.max()),
-        **{f"lat_p{p}_ms": float(v) for p, v in zip(PERCENTILES, points)},
+        **{percentile_field(p): float(v) for p, v in zip(PERCENTILES, points)},
         **fields,
     )
 
@@ -69,7 +74,7 @@ def histogram_metrics(counts: Mapping[float, int], total: int | None = None, **f
         return Metrics(**fields)
     cumulative = np.cumsum(weights)
 
-    def point(p: int) -> float | None:
+    def point(p: float) -> float | None:
         rank = nearest_rank(p, total)
         return float(values[np.searchsorted(cumulative, rank)]) if rank <= known else None
 
@@ -78,5 +83,5 @@ def histogram_metrics(counts: Mapping[float, int], total: int | None = None, **f
         "lat_min_ms": float(values[0]),
         "lat_mean_ms": float((values * weights).sum() / total) if complete else None,
         "lat_max_ms": float(values[-1]) if complete else None,
-        **{f"lat_p{p}_ms": point(p) for p in PERCENTILES}, **fields,
+        **{percentile_field(p): point(p) for p in PERCENTILES}, **fields,
     })

@@ -65,13 +65,13 @@ def test_only_named_keeps_the_tool_and_drops_its_wrapper():
 
 def test_histogram_metrics_equal_the_per_request_definition_and_a_partial_histogram_keeps_what_it_covers():
     import numpy as np
-    from harness.stats import PERCENTILES, histogram_metrics, latency_metrics
+    from harness.stats import PERCENTILES, histogram_metrics, latency_metrics, percentile_field
     rng = np.random.default_rng(7)
     for n in (1, 2, 7, 100, 1001):
         values = rng.integers(1, 50, n).astype(float)
         counts = {v: int((values == v).sum()) for v in set(values)}
         by_histogram, by_request = histogram_metrics(counts), latency_metrics(values)
-        for name in ("lat_min_ms", "lat_mean_ms", "lat_max_ms", *(f"lat_p{p}_ms" for p in PERCENTILES)):
+        for name in ("lat_min_ms", "lat_mean_ms", "lat_max_ms", *(percentile_field(p) for p in PERCENTILES)):
             assert getattr(by_histogram, name) == pytest.approx(getattr(by_request, name)), (n, name)
     values = np.arange(1, 101, dtype=float)                       # 1..100, one each
     lowest = histogram_metrics({v: 1 for v in values[:92]}, total=100)

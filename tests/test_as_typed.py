@@ -22,7 +22,7 @@ from harness import REPO_ROOT, scenarios
 from harness.network.shaping import netem_available
 from harness.row import rtt_ok
 from harness.row.usage import MIN_GROWTH_FRAMES, check_span
-from harness.stats import PERCENTILES, histogram_metrics
+from harness.stats import PERCENTILES, histogram_metrics, percentile_field
 from harness.store import hdr
 from harness.tools import registry
 
@@ -185,8 +185,8 @@ def test_wrk_and_ab_keep_their_raw_files_counted_by_nginx_with_the_environment(b
         log = hdr.read_log(typed.folder / row["run_dir"] / "latency.hlog")
         figures = histogram_metrics(hdr.to_counts(log))
         assert log.get_total_count() == int(row["requests"]) or "cut its histogram" in row["notes"], row["scenario"]
-        for q in (q for q in PERCENTILES if row[f"lat_p{q}_ms"]):      # a cut dump leaves the top ones empty
-            assert getattr(figures, f"lat_p{q}_ms") == pytest.approx(float(row[f"lat_p{q}_ms"]), rel=1e-3, abs=1e-5)
+        for q in (q for q in PERCENTILES if row[percentile_field(q)]):      # a cut dump leaves the top ones empty
+            assert getattr(figures, percentile_field(q)) == pytest.approx(float(row[percentile_field(q)]), rel=1e-3, abs=1e-5)
     environment = json.loads((typed.folder / "environment.json").read_text())
     for key in ("kernel", "cpu_model", "cores", "memory_gib", "harness_commit",
                 "docker_version" if runtime == "docker" else "nginx_version"):

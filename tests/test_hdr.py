@@ -12,7 +12,7 @@ from conftest import FIXTURES
 from harness.network.capture import _wire_log
 from harness.network.wire import summarise
 from harness.row.merge import LEGACY_HISTOGRAM_CSV, merged_figures, read_histogram, write_histogram
-from harness.stats import PERCENTILES, histogram_metrics
+from harness.stats import PERCENTILES, histogram_metrics, percentile_field
 from harness.store import hdr
 from harness.tools.output import LatencyHistogram
 from test_multigen import PARTS, expand, wrk_part
@@ -34,7 +34,7 @@ def test_a_log_read_back_holds_every_request_within_its_precision(tmp_path_facto
     assert histogram.get_total_count() == len(values)
     figures = histogram_metrics(hdr.to_counts(histogram))     # the row's rule (nearest rank), not the library's
     for q in PERCENTILES:
-        assert getattr(figures, f"lat_p{q}_ms") == pytest.approx(pooled(values, q), rel=PRECISION, abs=1e-6)
+        assert getattr(figures, percentile_field(q)) == pytest.approx(pooled(values, q), rel=PRECISION, abs=1e-6)
     assert figures.lat_max_ms == pytest.approx(values.max(), rel=PRECISION, abs=1e-6)
 
 
@@ -68,7 +68,7 @@ def test_two_real_wrk_parts_merged_through_their_logs_equal_the_pooled_requests(
     merged, how = merged_figures([figures for figures, _ in parts], [read_histogram(f, s) for f, s in stored])
     every = np.concatenate([expand(histogram) for _, histogram in parts])
     for q in (50, 75, 90, 95, 99):
-        assert getattr(merged, f"lat_p{q}_ms") == pytest.approx(pooled(every, q), rel=PRECISION)
+        assert getattr(merged, percentile_field(q)) == pytest.approx(pooled(every, q), rel=PRECISION)
     assert merged.requests == every.size and "HdrHistogram" in how
     library = hdr.read_log(stored[0][0] / "latency.hlog")
     library.add(hdr.read_log(stored[1][0] / "latency.hlog"))
@@ -90,6 +90,13 @@ def test_the_wires_latencies_of_a_real_capture_are_logged_as_the_capture_summary
     assert log.get_total_count() == len(summary.latencies_ms)
     figures = histogram_metrics(hdr.to_counts(log))
     for q in PERCENTILES:
-        assert getattr(figures, f"lat_p{q}_ms") == pytest.approx(pooled(summary.latencies_ms, q), rel=PRECISION)
+        assert getattr(figures, percentile_field(q)) == pytest.approx(pooled(summary.latencies_ms, q), rel=PRECISION)
     assert "the wire" in (tmp_path / stored["hlog"]).read_text()
     assert _wire_log(replace(summary, latencies_ms=np.array([])), tmp_path, {}) == {}
+
+
+def test_the_merged_row_has_the_unions_p99_9(tmp_path):
+    parts = [wrk_part(path) for path in PARTS]
+    merged, _ = merged_figures([figures for figures, _ in parts], [histogram for _, histogram in parts])
+    every = np.concatenate([expand(histogram) for _, histogram in parts])
+    assert merged.lat_p99_9_ms == pooled(every, 99.9) and merged.lat_p99_ms <= merged.lat_p99_9_ms <= merged.lat_max_ms

@@ -44,7 +44,7 @@ def wire_of(latencies: list[float]) -> WireSummary:
 def test_the_wire_and_the_stats_give_the_same_percentiles(latencies):
     metrics, wire = stats.latency_metrics(latencies), wire_of(latencies)
     for p in stats.PERCENTILES:
-        assert wire.percentile(p) == getattr(metrics, f"lat_p{p}_ms")
+        assert wire.percentile(p) == getattr(metrics, stats.percentile_field(p))
     described = wire.describe()
     assert (described["p50_ms"], described["p99_ms"]) == (metrics.lat_p50_ms, metrics.lat_p99_ms)
     assert described["p50_until_stop_ms"] == metrics.lat_p50_ms and described["connect_p50_ms"] == metrics.lat_p50_ms
@@ -55,7 +55,7 @@ def test_the_wire_and_the_stats_give_the_same_percentiles(latencies):
 def test_a_histogram_of_the_samples_gives_the_same_percentiles(latencies):
     metrics, histogram = stats.latency_metrics(latencies), stats.histogram_metrics(Counter(latencies))
     for p in stats.PERCENTILES:
-        assert getattr(histogram, f"lat_p{p}_ms") == getattr(metrics, f"lat_p{p}_ms")
+        assert getattr(histogram, stats.percentile_field(p)) == getattr(metrics, stats.percentile_field(p))
 
 
 @settings(max_examples=300, deadline=None)

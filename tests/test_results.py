@@ -66,7 +66,7 @@ ADDED_SINCE = [b"generators", b"limited_by", b"lat_below_resolution", b"mem_base
                b"protocol", b"streams", b"server_off_protocol_requests", b"wire_h2_connections",  # HTTP/2
                b"flow", b"relogin_every", b"server_logins", b"server_logins_refused", b"server_api_gets",  # flows
                b"server_api_gets_refused", b"lat_login_p50_ms", b"lat_login_p99_ms", b"lat_api_get_p50_ms",
-               b"lat_api_get_p99_ms", b"schema_version"]                                      # issue 50.2
+               b"lat_api_get_p99_ms", b"lat_p99_9_ms", b"schema_version"]                     # issues 51, 50.2
 
 
 def test_the_header_is_byte_identical_to_a_real_runs_csv(tmp_path):

@@ -10,12 +10,11 @@ mean are exact: the percentiles stay empty.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import fields
 from pathlib import Path
 
 from harness.stats import histogram_metrics
 from harness.store import hdr
-from harness.store.figures import Figures
+from harness.store.figures import LATENCY_ORDER, Figures, Metrics
 from harness.tools.output import LatencyHistogram
 
 LEGACY_HISTOGRAM_CSV = "latency-histogram.csv"   # what folders before the HdrHistogram log kept (read only)
@@ -46,16 +45,16 @@ def _sum(values: list) -> float | int | None:
     return None if any(v is None for v in values) else sum(values)
 
 
-def merged_figures(parts: list[Figures], histograms: list[LatencyHistogram | None]) -> tuple[Figures, str]:
+def merged_figures(parts: list[Figures], histograms: list[LatencyHistogram | None]) -> tuple[Metrics, str]:
     """The parts' figures as one generator's, and how they were merged."""
     requests = _sum([p.requests for p in parts])
-    merged = Figures(requests=requests, errors=_sum([p.errors for p in parts]), rps=_sum([p.rps for p in parts]))
+    merged = Metrics(requests=requests, errors=_sum([p.errors for p in parts]), rps=_sum([p.rps for p in parts]))
     if all(h is not None for h in histograms):
         counts: Counter[float] = Counter()
         for histogram in histograms:
             counts.update(histogram.counts)
         latency = histogram_metrics(counts, total=sum(h.total for h in histograms))
-        for name in (f.name for f in fields(Figures) if f.name.startswith("lat_")):
+        for name in ("lat_mean_ms", *LATENCY_ORDER):     # p99.9 too: the union's every latency is known
             setattr(merged, name, getattr(latency, name))
         merged.lat_max_ms = _max([p.lat_max_ms for p in parts])   # a cut histogram lacks it; each part knows its own
         return merged, (f"latencies: nearest-rank percentiles over the parts' merged HdrHistogram logs "

@@ -164,6 +164,8 @@ class RunRow(Figures, RunSetup):
     lat_login_p99_ms: float | None = column("a flow: the login step's 99th percentile, ms")
     lat_api_get_p50_ms: float | None = column("a flow: the API GET step's median, ms")
     lat_api_get_p99_ms: float | None = column("a flow: the API GET step's 99th percentile, ms")
+    lat_p99_9_ms: float | None = column("99.9th percentile response time, ms: where the harness reads the tool's every "
+                                        "latency (its per-request log or histogram; the same nearest rank), else empty")
     schema_version: int = column("the results schema the row was written in (harness/store/upgrade.py reads older "
                                  "rows as the current one; empty in folders before 2: read as 1)", SCHEMA_VERSION)
 
