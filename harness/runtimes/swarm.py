@@ -27,7 +27,7 @@ import os
 import socket
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
@@ -262,7 +262,6 @@ class SwarmRuntime(Runtime):
         self._target: TargetService | None = None
         self._network_made = False
         self._cpus = 1
-        self.spreads: list[float] = []
 
     def problems(self, adapters: list[ToolAdapter]) -> list[str]:
         return self._builder.problems(adapters) or swarm_problems(self.options)
@@ -359,8 +358,6 @@ class SwarmRuntime(Runtime):
                    for i in range(self.options.generators)]
         finally:
             with signals_deferred():
-                if task_run.coordinator is not None and (spread := task_run.coordinator.spread_s()) is not None:
-                    self.spreads.append(spread)
                 task_run.close()
                 wait_gone(job)
 
