@@ -80,8 +80,8 @@ def _with_front(point: Point, every: list[Point]) -> Point:
     return Point(**{**point.__dict__, "front": not beaten})
 
 
-def draw(found: list[Point], chosen: Axes, held: str, out: Path) -> Path:
-    """The trade-off plot as out/headline.png; ``held``: what its figures stand on, for the title."""
+def draw(found: list[Point], chosen: Axes, held: str, out: Path, svg: bool = False) -> Path:
+    """The trade-off plot as out/headline.png (and .svg with ``svg``); ``held``: what its figures stand on."""
     fig, ax = plt.subplots(figsize=(9.2, 5.4), dpi=100)
     for p in sorted(found, key=lambda p: p.x):
         colour = "tab:green" if p.front else "tab:blue"
@@ -108,7 +108,7 @@ def draw(found: list[Point], chosen: Axes, held: str, out: Path) -> Path:
                  f"Hollow, †: a contended run.\n{held}", fontsize=9, loc="left")
     fig.tight_layout()
     _label(ax, found)
-    return save(fig, out, "headline", dpi=100)
+    return save(fig, out, "headline", svg, dpi=100)
 
 
 def _readable_ticks(ax: plt.Axes) -> None:

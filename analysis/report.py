@@ -184,7 +184,7 @@ def build(folders: list[Path], out: Path, svg: bool = False) -> Path:
     scorecard.write_csv(card, out / "scorecard.csv")
     absent = scorecard.absent_columns(card)
     environments = [environment(f) for f in folders]
-    first_screen = _first_screen(df, card, environments, out)
+    first_screen = _first_screen(df, card, environments, out, svg)
     checked = claims.check(df) if len(df) else []
     claims.write_csv(checked, out / "claims.csv")
     # Every value is text (a tool's stderr, a note, environment.json): escaped. select_autoescape() would
@@ -212,7 +212,7 @@ def build(folders: list[Path], out: Path, svg: bool = False) -> Path:
     return out / "index.html"
 
 
-def _first_screen(df: pd.DataFrame, card: list[dict], environments: list[dict], out: Path) -> dict:
+def _first_screen(df: pd.DataFrame, card: list[dict], environments: list[dict], out: Path, svg: bool = False) -> dict:
     """The banner, the headline picture (headline.png) and the verdict beside it."""
     found = {"banner": headline.banner(df, environments) if len(df) else {}, "headline": None, "verdict": []}
     chosen = headline.axes(card)
@@ -224,7 +224,7 @@ def _first_screen(df: pd.DataFrame, card: list[dict], environments: list[dict], 
     held = (f"{len(points)} tools; x from {chosen.x_scenario}, y from {chosen.y_scenario}; "
             f"{found['banner'].get('repeats', '1')} repeat(s): "
             + ("whiskers: 95% intervals" if int(found["banner"].get("repeats", "1")) >= 3 else "no whiskers"))
-    headline.draw(points, chosen, held, out)
+    headline.draw(points, chosen, held, out, svg)
     left_out = headline.left_out(card, points, chosen)
     found.update(headline="headline.png", verdict=headline.verdict(points, chosen) + ([left_out] if left_out else []),
                  headline_held=held)

@@ -181,7 +181,7 @@ def test_the_samples_are_read_again(tmp_path):
 
 def test_a_folder_written_before_records_is_refused_in_one_line(tmp_path):
     old = tmp_path / "old"
-    shutil.copytree(REPO / "results" / "sample" / "20261123T003909Z-host", old)
+    shutil.copytree(REPO / "tests" / "fixtures" / "schema0" / "20261123T003909Z-host", old)   # the sample of 2026-11-23
     before = (old / "runs.csv").read_bytes()
     result = rederive(old)
     assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr

@@ -88,7 +88,8 @@ def test_every_chart_is_written_and_referenced_and_tables_equal_runs_csv(report_
 def test_with_svg_every_chart_is_written_as_svg_too_and_linked_beside_its_png(host_report):
     html = host_report.read_text()
     names = {p.stem for p in host_report.parent.glob("*.png")}
-    assert names == set(CHARTS) - NEEDS_CAPTURE - {"docker_vs_host"}      # one runtime: no Docker/host ratio
+    # one runtime: no Docker/host ratio; the headline picture (analysis/headline.py) beside the charts
+    assert names == set(CHARTS) - NEEDS_CAPTURE - {"docker_vs_host"} | {"headline"}
     for name in names:
         svg = host_report.parent / f"{name}.svg"
         assert svg.stat().st_size > 1000 and svg.read_text().rstrip().endswith("</svg>"), name
@@ -146,7 +147,7 @@ def test_a_headless_browser_renders_the_report_with_every_image(tmp_path, report
              f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=5000"]
     dom = subprocess.run([*flags, "--dump-dom", index.as_uri()], capture_output=True, text=True, timeout=120).stdout
     assert 'data-images-ok="yes"' in dom, dom[-500:]
-    assert f'data-images="{len(CHARTS) - len(NEEDS_CAPTURE)}"' in dom
+    assert f'data-images="{len(CHARTS) - len(NEEDS_CAPTURE) + 1}"' in dom     # + the headline picture
     screenshot = tmp_path / "report.png"
     subprocess.run([*flags, f"--screenshot={screenshot}", "--window-size=1400,2400", index.as_uri()],
                    capture_output=True, timeout=120)
@@ -156,7 +157,7 @@ def test_a_headless_browser_renders_the_report_with_every_image(tmp_path, report
 def test_a_latency_below_the_tools_resolution_is_shown_as_such_and_never_charted(tmp_path):
     """ab's rows of the sample turned into a whole-ms tool's: p50 emptied by the runner (with its
     note), p99 exactly one tick (1 ms)."""
-    from harness.store.figures import BELOW_RESOLUTION
+    from harness.store.figures import BELOW_RESOLUTION, emptied_cell
     folder = tmp_path / HOST.name
     shutil.copytree(HOST, folder)
     with (folder / "runs.csv").open(newline="") as handle:
@@ -165,7 +166,8 @@ def test_a_latency_below_the_tools_resolution_is_shown_as_such_and_never_charted
     fields = fields + [f for f in ("notes", "timing_resolution_ms") if f not in fields]   # older sample schema
     for row in rows:
         if row["tool"] == "ab" and row["scenario"] == "vu20-rtt0.1":
-            row.update(timing_resolution_ms="1", lat_p50_ms="", lat_p99_ms="1",
+            row.update(timing_resolution_ms="1", lat_p50_ms="", lat_p99_ms="1", lat_min_ms="", lat_p99_9_ms="",
+                       lat_below_resolution=emptied_cell(["lat_min_ms", "lat_p50_ms"]),
                        notes=BELOW_RESOLUTION.format(resolution=1, columns="lat_min_ms, lat_p50_ms"))
     with (folder / "runs.csv").open("w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=fields)
@@ -269,7 +271,7 @@ def test_docker_vs_host_names_the_runtime_whose_runs_failed():
     fig = CHARTS["docker_vs_host"][1](df)
     try:
         assert _status_marks(fig, "vu20-rtt0.1") == {"ab": ["failed (docker)"]}
-        assert _status_marks(fig, "vu50-rtt50") == {}
+        assert _status_marks(fig, "vu100-rtt50") == {}
     finally:
         plt.close(fig)
 

@@ -109,7 +109,7 @@ def test_analysis_reads_numbers_from_the_declared_types():
 
 
 def test_an_old_folder_reads_a_column_it_lacks_as_not_measured():
-    old = sorted((REPO / "results" / "sample").iterdir())[0]
+    old = REPO / "tests" / "fixtures" / "schema0" / "20261123T003909Z-host"     # the sample of 2026-11-23
     header = next(csv.reader((old / "runs.csv").open()))
     assert "stall_ms" not in header and "requests" in header
     df = load_results(old)
