@@ -7,6 +7,7 @@
 #               TARGET_HOST=ssh://root@host|CONTEXT (Nginx on another machine; docs/machines.md)
 #               GENERATOR_HOST=ssh://root@a|CONTEXT[,...] (the tools there, with TARGET_HOST; several: merged)
 #               GENERATORS=1|2 (make bench-lab: generator and target hosts made here; RUNTIME=host there by default)
+#               RUNTIME=swarm GENERATORS=2 SWARM_INIT=1 (generators as Docker Swarm tasks; docs/engines.md)
 #               make bench-capacity (RUNTIME defaults to host there): STEP_DURATION=5  SLO_P99_MS=  RESOLUTION=0.02
 #               MAX_STEPS=12  START_RPS=1000  VUS=1000  (and TOOLS, CAPTURE, RESUME, RESULTS_ROOT, CPUS_*, ISOLATION, GRACE)
 PY        := .venv/bin/python
@@ -38,13 +39,16 @@ GRACE     ?=
 TARGET_HOST ?=
 GENERATOR_HOST ?=
 SLO       ?=
+SWARM_INIT ?=
 CPU_ARGS = $(if $(CPUS_TARGET),--cpus-target $(CPUS_TARGET)) $(if $(CPUS_TOOL),--cpus-tool $(CPUS_TOOL)) \
            $(if $(filter 0,$(ISOLATION)),--no-isolation,--isolation) $(if $(GRACE),--grace $(GRACE))
 RUN_ARGS = --tools $(TOOLS) --scenarios $(SCENARIOS) --runtime $(RUNTIME) --shaper $(SHAPER) --repeat $(REPEAT) \
            --results-root $(RESULTS_ROOT) \
            $(if $(DURATION),--duration $(DURATION)) $(if $(RESUME),--resume $(RESUME)) $(if $(FORCE),--force) \
            $(CPU_ARGS) $(if $(CAPTURE),--capture) $(if $(TARGET_HOST),--target-host $(TARGET_HOST)) \
-           $(if $(GENERATOR_HOST),--generator-host $(GENERATOR_HOST)) $(if $(SLO),--slo $(SLO))
+           $(if $(GENERATOR_HOST),--generator-host $(GENERATOR_HOST)) $(if $(SLO),--slo $(SLO)) $(SWARM_ARGS)
+# RUNTIME=swarm (docs/engines.md): GENERATORS tasks per run; SWARM_INIT=1 makes a single-node swarm, left as found.
+SWARM_ARGS = $(if $(filter swarm,$(RUNTIME)),$(if $(GENERATORS),--generators $(GENERATORS)) $(if $(SWARM_INIT),--swarm-init))
 
 .PHONY: deps bench-all bench-quick bench-capacity bench-lab test test-netem compare-shapers test-unit test-tools test-e2e list-tools clean-state report rederive compare
 
@@ -62,7 +66,7 @@ help:
 # What the chosen runtime runs: RUNTIME=docker the engine (the tools are installed in their images, when the
 # suite builds them), RUNTIME=host the tools on this machine (docs/runtimes.md).
 deps:
-	NEED_DOCKER=$(if $(filter host,$(RUNTIME)),0,1) NEED_TOOLS=$(if $(filter docker,$(RUNTIME)),0,1) scripts/deps.sh $(TOOLS)
+	NEED_DOCKER=$(if $(filter host,$(RUNTIME)),0,1) NEED_TOOLS=$(if $(filter docker swarm,$(RUNTIME)),0,1) scripts/deps.sh $(TOOLS)
 
 # The report is written even when some runs failed (exit status 1) or the run was interrupted (130);
 # not when nothing ran (2: bad input or another benchmark running, said in one line). The exit status
@@ -101,7 +105,7 @@ bench-overhead: RUNTIME = both
 bench-overhead: TOOLS = wrk,oha
 bench-overhead: PAIRS ?= 5
 bench-overhead:  ## harness vs the same tool by hand: RPS ratio with its interval (RUNTIME=both, host or docker; PAIRS=5)
-	NEED_DOCKER=$(if $(filter host,$(RUNTIME)),0,1) NEED_TOOLS=$(if $(filter docker,$(RUNTIME)),0,1) scripts/deps.sh $(TOOLS)
+	NEED_DOCKER=$(if $(filter host,$(RUNTIME)),0,1) NEED_TOOLS=$(if $(filter docker swarm,$(RUNTIME)),0,1) scripts/deps.sh $(TOOLS)
 	$(PY) -m harness.suite.overhead_check --runtime $(RUNTIME) --tools $(TOOLS) --pairs $(PAIRS) \
 	  --duration $(or $(DURATION),10) --results-root $(RESULTS_ROOT)
 

@@ -84,4 +84,4 @@ def test_a_default_changed_on_one_side_only_is_caught(planted, expected):
 def test_a_variable_named_otherwise_than_its_flag_is_caught():
     planted = MAKEFILE.replace("GENERATORS ?=", "LAB_GENERATORS ?=").replace("--generators $(GENERATORS)",
                                                                              "--generators $(LAB_GENERATORS)")
-    assert misnamed(planted) == ["--generators $(LAB_GENERATORS)"]
+    assert set(misnamed(planted)) == {"--generators $(LAB_GENERATORS)"}      # bench-lab's and RUNTIME=swarm's
