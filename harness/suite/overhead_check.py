@@ -77,7 +77,7 @@ BENCHMARKING = ipaddress.ip_network("198.18.0.0/15")
 READY_S = 30.0
 # Issue 53.2: a comma list of candidates to turn off for one check, to measure each one's cost (see
 # docs/overhead.md): "wrk-script" runs wrk by hand without the harness's report.lua (its rate read from wrk's
-# own Requests/sec line).
+# own Requests/sec line); "image-files" mounts a copy of targets/nginx/ at the by-hand Docker target's /srv/target.
 CANDIDATES_ENV = "LTH_OVERHEAD_OFF"
 
 # --- the arithmetic -------------------------------------------------------------------------------------------
@@ -348,9 +348,16 @@ def docker_nginx(split: CpuSplit, commands: Commands, folder: Path, mounts: list
         commands.run(["docker", "network", "create", "--subnet", HAND_SUBNET, "--label", HAND_LABEL, HAND_NETWORK])
         network_made = True
         check_subnet(commands, HAND_NETWORK)
+        # "image-files": Nginx's files from a folder mounted as the harness mounts its staged one, not the image's
+        # own layer (overlayfs), the rest alike
+        mounted = folder / "target" if "image-files" in candidates_off() else None
+        if mounted is not None:
+            shutil.copytree(TARGET_DIR, mounted, ignore=shutil.ignore_patterns("Dockerfile", "target.toml"))
+            (mounted / "tmp").mkdir()
         commands.run(["docker", "run", "--detach", "--init", "--name", HAND_TARGET, "--label", HAND_LABEL,
-                      "--network", HAND_NETWORK, "--ip", HAND_CONTAINER_IP,
-                      "--cpuset-cpus", format_cpus(split.target_cpus), get_target(FILE_SERVER).image])
+                      "--network", HAND_NETWORK, "--ip", HAND_CONTAINER_IP, "--cpuset-cpus",
+                      format_cpus(split.target_cpus), *(["-v", f"{mounted}:/srv/target"] if mounted else []),
+                      get_target(FILE_SERVER).image])
         pid = int(commands.run(["docker", "inspect", "--format", "{{.State.Pid}}", HAND_TARGET]).stdout.strip() or 0)
         wait_serving(HAND_CONTAINER_IP, lambda: psutil.pid_exists(pid))
         volumes = [a for m in mounts for a in ("-v", f"{m}:{m}" + (":ro" if m == TOOLS_DIR else ""))]
