@@ -90,11 +90,6 @@ def vmrss_mb(pids: set[int]) -> float | None:
     return total / 1024 if read else None
 
 
-def _candidates_off() -> set[str]:
-    """TEMPORARY (issue 53.2, harness/suite/overhead_check.py): what LTH_OVERHEAD_OFF turns off for one check."""
-    return {c.strip() for c in os.environ.get("LTH_OVERHEAD_OFF", "").split(",")}
-
-
 SAMPLER_NICE = -5   # top and the thread reading it: a load on every CPU must not starve the sampling
 
 
@@ -131,19 +126,12 @@ class TopSampler:
 
     def __enter__(self) -> "TopSampler":
         local = ["top", "-b", "-d", str(self._interval_s), "-w", "512", "-e", "k", "-1"]
-        off = _candidates_off()   # TEMPORARY (issue 53.2): the overhead check's candidates, measured one at a time
-        if "top" in off:
-            local = ["sleep", "86400"]
         self._proc = subprocess.Popen(
             self._command or local, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
             env=None if self._command else {"LC_ALL": "C", "TERM": "dumb"}, start_new_session=bool(self._command),
         )
-        if not self._command and "top-priority" not in off:
+        if not self._command:
             _raise_priority(self._proc.pid)
-        if not self._command and os.environ.get("LTH_OVERHEAD_TOP_CPUS"):   # TEMPORARY (issue 53.2)
-            cpus = {int(c) for c in os.environ["LTH_OVERHEAD_TOP_CPUS"].split(",")}
-            os.sched_setaffinity(self._proc.pid, cpus)
-            self._pin_reader = cpus
         self._started = time.monotonic()
         self._first_frame = threading.Event()
         self._thread = threading.Thread(target=self._read, daemon=True)
@@ -172,10 +160,7 @@ class TopSampler:
             self._thread.join(timeout=5)
 
     def _read(self) -> None:
-        if "top-priority" not in _candidates_off():
-            _raise_priority(threading.get_native_id())
-        if getattr(self, "_pin_reader", None):   # TEMPORARY (issue 53.2)
-            os.sched_setaffinity(threading.get_native_id(), self._pin_reader)
+        _raise_priority(threading.get_native_id())
         columns: list[str] | None = None
         frame: list[list[str]] = []
         wanted: dict[str, set[int]] = {}
