@@ -99,7 +99,8 @@ bench-capacity: deps  ## each tool's highest sustained arrival rate, by search
 	$(LTH) capacity $(CAPACITY_ARGS); $(REPORT_AFTER)
 
 # What the harness costs the figure it measures (issue 53, docs/overhead.md): each tool through the harness
-# against the same command by hand, same target, network and CPUs, in PAIRS interleaved pairs of DURATION s.
+# against the same command by hand, each side with its own Nginx (the same config, workers and CPUs), in PAIRS
+# interleaved pairs of DURATION s.
 .PHONY: bench-overhead
 bench-overhead: RUNTIME = both
 bench-overhead: TOOLS = wrk,oha
