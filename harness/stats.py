@@ -10,7 +10,10 @@ floats and takes the next value where p% of n is a whole number it rounds up (p9
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from fractions import Fraction
 
 import numpy as np
@@ -18,6 +21,28 @@ import numpy as np
 from harness.store.figures import Metrics
 
 PERCENTILES = (50, 75, 90, 95, 99, 99.9)
+# While every_latency() is open: each Metrics computed here, with the latencies it came from.
+_SEEN: ContextVar[list[tuple[Metrics, dict[float, int], int]] | None] = ContextVar("lth_every_latency", default=None)
+
+
+@contextmanager
+def every_latency() -> Iterator[list[tuple[Metrics, dict[float, int], int]]]:
+    """Inside it, every Metrics that latency_metrics or histogram_metrics makes is noted with its latencies as
+    {ms: count} and the requests they stand for: how ToolAdapter.latency_histogram finds the very latencies a
+    tool's parse() turned into its row, without a second reading of its files."""
+    seen: list[tuple[Metrics, dict[float, int], int]] = []
+    token = _SEEN.set(seen)
+    try:
+        yield seen
+    finally:
+        _SEEN.reset(token)
+
+
+def _note(metrics: Metrics, counts: Mapping[float, int], total: int) -> Metrics:
+    seen = _SEEN.get()
+    if seen is not None:
+        seen.append((metrics, dict(counts), total))
+    return metrics
 
 
 def percentile_field(p: float) -> str:
@@ -55,11 +80,14 @@ def latency_metrics(latencies_ms: Sequence[float] | np.ndarray, **fields) -> Met
     if values.size == 0:
         return Metrics(**fields)
     points = percentiles(values, PERCENTILES)
-    return Metrics(
+    metrics = Metrics(
         lat_min_ms=float(values.min()), lat_mean_ms=float(values.mean()), lat_max_ms=float(values.max()),
         **{percentile_field(p): float(v) for p, v in zip(PERCENTILES, points)},
         **fields,
     )
+    if _SEEN.get() is None:
+        return metrics
+    return _note(metrics, Counter(values.tolist()), int(values.size))
 
 
 def histogram_metrics(counts: Mapping[float, int], total: int | None = None, **fields) -> Metrics:
@@ -79,9 +107,9 @@ def histogram_metrics(counts: Mapping[float, int], total: int | None = None, **f
         return float(values[np.searchsorted(cumulative, rank)]) if rank <= known else None
 
     complete = known == total
-    return Metrics(**{
+    return _note(Metrics(**{
         "lat_min_ms": float(values[0]),
         "lat_mean_ms": float((values * weights).sum() / total) if complete else None,
         "lat_max_ms": float(values[-1]) if complete else None,
         **{percentile_field(p): point(p) for p in PERCENTILES}, **fields,
-    })
+    }), counts, total)

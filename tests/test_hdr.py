@@ -100,3 +100,23 @@ def test_the_merged_row_has_the_unions_p99_9(tmp_path):
     merged, _ = merged_figures([figures for figures, _ in parts], [histogram for _, histogram in parts])
     every = np.concatenate([expand(histogram) for _, histogram in parts])
     assert merged.lat_p99_9_ms == pooled(every, 99.9) and merged.lat_p99_ms <= merged.lat_p99_9_ms <= merged.lat_max_ms
+
+
+def test_a_tool_whose_row_comes_from_every_latency_gives_those_latencies_for_its_log(tmp_path):
+    """Every captured real output (tests/fixtures/<tool>/<run>): where parse() computed the row from every latency
+    (harness/stats.py), the default latency_histogram hands over those very latencies, and their figures are the
+    row's; a tool that reports its own percentiles gives none (its row was never computed from a distribution)."""
+    from test_fuzz import captured_cases
+    by_tool: dict[str, bool] = {}
+    for case in captured_cases(tmp_path):
+        output = case.output()
+        metrics = case.adapter.parse(output)
+        histogram = case.adapter.latency_histogram(case.output())
+        by_tool[case.adapter.name] = by_tool.get(case.adapter.name, False) or histogram is not None
+        if histogram is None or case.adapter.name in ("wrk", "oha"):       # their own: tests/test_multigen.py
+            continue
+        again = histogram_metrics(histogram.counts, total=histogram.total)
+        for q in PERCENTILES:
+            assert getattr(again, percentile_field(q)) == getattr(metrics, percentile_field(q)), (case.name, q)
+    assert {t for t, given in by_tool.items() if given} >= {"gatling", "h2load", "jmeter", "vegeta"}, by_tool
+    assert not by_tool.get("ab") and not by_tool.get("k6"), by_tool

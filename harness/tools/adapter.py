@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import ClassVar
 from xml.etree import ElementTree
 
+from harness import stats
 from harness.store.figures import Metrics, figure_problems
 from harness.tools.manifest import read_manifest
 from harness.tools.output import LatencyHistogram, ParseError, RunSpec, ToolOutput
@@ -110,8 +111,14 @@ class ToolAdapter(ABC):
     def latency_histogram(self, output: ToolOutput) -> LatencyHistogram | None:
         """Every request's latency as a histogram, from the tool's own histogram or per-request log
         (None: the tool has neither, so merged runs keep counts only). A tool may need
-        RunSpec.per_request set in command() to write it."""
-        return None
+        RunSpec.per_request set in command() to write it. By default: the latencies parse() handed to
+        harness/stats.py for the row it returned, where it computed the row's figures from every latency."""
+        with stats.every_latency() as seen:
+            metrics = self.parse(output)
+        found = next(((counts, total) for made, counts, total in seen if made is metrics), None)
+        if found is None or not found[0]:
+            return None
+        return LatencyHistogram(found[0], total=found[1], source=f"{self.name}: {metrics.source or 'its latencies'}")
 
     @property
     def version_command(self) -> list[str]:
