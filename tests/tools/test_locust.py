@@ -200,9 +200,21 @@ def test_bucket_percentiles_are_bounded_by_exact_min_and_max(tmp_path):
              "min_response_time": 1.2, "max_response_time": 1.45, "response_times": {"1": 10},
              "num_reqs_per_sec": {}, "num_fail_per_sec": {}}
     metrics = ADAPTERS["locust"].parse(_with_json(tmp_path, [entry]))
-    assert metrics.lat_p50_ms == metrics.lat_p99_ms == 1.2
+    assert metrics.lat_p50_ms == metrics.lat_p99_ms == metrics.lat_p99_9_ms == 1.2
     assert any("bounded" in n for n in metrics.notes)
     assert metrics.rps == pytest.approx(2.0)
+
+
+def test_the_p99_9_bucket_above_the_exact_max_is_bounded_too(tmp_path):
+    """CI 2026-11-28: locust-http at 100 VUs, 50 ms had its slowest responses in the 180 ms bucket (2 significant
+    digits) and an exact max of 176.481 ms: an unbounded p99.9 failed the run on the latencies' order."""
+    entry = {"name": "/", "method": "GET", "start_time": 100.0, "last_request_timestamp": 105.0,
+             "num_requests": 1000, "num_none_requests": 0, "num_failures": 0, "total_response_time": 52_000.0,
+             "min_response_time": 49.3, "max_response_time": 176.481, "response_times": {"52": 995, "180": 5},
+             "num_reqs_per_sec": {}, "num_fail_per_sec": {}}
+    metrics = ADAPTERS["locust"].parse(_with_json(tmp_path, [entry]))
+    assert metrics.lat_p99_ms == 52 and metrics.lat_p99_9_ms == metrics.lat_max_ms == 176.481
+    assert any("p99.9 bucket 180 ms -> 176.481 ms" in n for n in metrics.notes), metrics.notes
 
 
 def test_missing_json_file_is_a_parse_error(tmp_path):

@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from harness.stats import histogram_metrics, latency_metrics
+from harness.stats import PERCENTILES, histogram_metrics, latency_metrics, percentile_field
 from harness.tools import Metrics, ParseError, RunSpec, ToolAdapter, ToolOutput
 
 # The flow's named requests (locustfile.py LoginFlow): its two entries in --json-file.
@@ -138,11 +138,11 @@ class Locust(ToolAdapter):
         metrics.lat_mean_ms = sum(e["total_response_time"] for e in entries) / timed
         # Keep the ordering min <= p50 ... p99 <= max despite the bucket rounding.
         clamped = []
-        for name in ("lat_p50_ms", "lat_p75_ms", "lat_p90_ms", "lat_p95_ms", "lat_p99_ms"):
+        for name in map(percentile_field, PERCENTILES):     # p99.9 too: its bucket may pass the exact max
             value = getattr(metrics, name)
             bounded = min(max(value, metrics.lat_min_ms), metrics.lat_max_ms)
             if bounded != value:
-                clamped.append(f"{name[4:7]} bucket {value:g} ms -> {bounded:g} ms")
+                clamped.append(f"{name[4:-3].replace('_', '.')} bucket {value:g} ms -> {bounded:g} ms")
                 setattr(metrics, name, bounded)
         if clamped:
             metrics.notes.append("bucket percentiles outside Locust's exact min/max were bounded by them: "
