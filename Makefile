@@ -107,7 +107,7 @@ bench-overhead: TOOLS = wrk,oha
 bench-overhead: PAIRS ?= 5
 bench-overhead:  ## harness vs the same tool by hand: RPS ratio with its interval (RUNTIME=both, host or docker; PAIRS=5)
 	NEED_DOCKER=$(if $(filter host,$(RUNTIME)),0,1) NEED_TOOLS=$(if $(filter docker swarm,$(RUNTIME)),0,1) scripts/deps.sh $(TOOLS)
-	$(PY) -m harness.suite.overhead_check --runtime $(RUNTIME) --tools $(TOOLS) --pairs $(PAIRS) \
+	$(LTH) overhead --runtime $(RUNTIME) --tools $(TOOLS) --pairs $(PAIRS) \
 	  --duration $(or $(DURATION),10) --results-root $(RESULTS_ROOT)
 
 # bench-quick across "machines" made on this one for the run (harness/lab.py: sshd in network
@@ -192,7 +192,7 @@ clean-state:  ## remove what a killed run left (namespaces, containers, networks
 # The README's tool table, from tools/<id>/tool.toml (tests/tools/test_manifests.py checks it).
 .PHONY: readme-tools go-lock deps-wait
 readme-tools:
-	$(PY) -m harness.tools.readme_tools
+	$(LTH) tools --readme
 
 # A Go tool's go.mod/go.sum from its tool.toml (tools/README.md, compiled tools); OLDER=1: the newest earlier
 # release whose every module the proxy serves, written back into tool.toml.
@@ -215,8 +215,8 @@ fuzz:  ## the parser, capture and scenario fuzzers, longer than in the unit tier
 	  $(PY) -m pytest -q -s -m "not e2e" tests/test_fuzz.py tests/test_bad_input.py -k fuzz
 
 # Container against bare metal in one command (lth host-vs-docker, harness/suite/interleave.py): the same scenarios
-# (default: the quick start's) with the same tools on the host and in Docker, interleaved: scenario by scenario (and
-# repeat by repeat), both runtimes one right after the other, the one going first alternating; each runtime its own
+# (default: the quick start's) with the same tools on the host and in Docker, interleaved: run by run (scenario, tool,
+# repeat), both runtimes one right after the other, the one going first alternating; each runtime its own
 # results folder, resumed step by step. Then B = Docker against A = host with intervals where REPEAT=3 ran
 # (analysis/compare.py) and the report of both folders, whose "Container vs bare metal" section holds the ratios.
 # The answer: results/compare-<timestamp>/report/index.html#ratios. Stopped half way: RESUME_HOST= RESUME_DOCKER=

@@ -33,7 +33,7 @@ LOCKING_COMMANDS = ("run", "capacity", "host-vs-docker", "clean-state", "build-i
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one line, not a usage dump
-        command = " ".join(["python -m harness", *self.prog.split()[1:], "--help"])   # prog: "harness run"
+        command = " ".join(["lth", *self.prog.split()[1:], "--help"])   # prog: "lth run"
         message = message.replace("argument COMMAND:", "argument command:")
         for name in INTERNAL:       # an unknown command's choices: the ones `lth --help` lists
             message = message.replace(f", '{name}'", "")
@@ -106,7 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
     # metavar: the internal commands (added without help=) stay callable and out of `lth --help`
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="COMMAND")
     for name, module, what in DELEGATED:
-        delegated = commands.add_parser(name, help=f"{what} (python -m {module} --help)", add_help=False)
+        delegated = commands.add_parser(name, help=what, add_help=False)
         delegated.add_argument("rest", nargs=argparse.REMAINDER)
 
     run = _command(commands, "run", "run scenarios x tools and write a results folder")
@@ -147,7 +147,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     _capacity_parser(commands)
     _host_vs_docker_parser(commands)
-    _command(commands, "tools", "every tool, its version on this machine, its Docker image and what it can do")
+    tools = _command(commands, "tools", "every tool, its version on this machine, its Docker image and what it can do")
+    tools.add_argument("--readme", action="store_true",
+                       help="rewrite README.md's tool table from the tools' manifests and adapters instead")
     _scenarios_parser(commands)
     _internal_parsers(commands)
     clean = _command(commands, "clean-state", "remove namespaces, containers, networks and proxies a killed run left")
@@ -375,7 +377,9 @@ DELEGATED = [("report", "analysis.report", "write the HTML report of one or more
              ("compare", "analysis.compare", "B against A per tool and scenario, with intervals; --fail-on slower gates"),
              ("slo", "harness.slo", "judge a results folder against SLOs; exit 3 when one fails"),
              ("export", "analysis.export", "a results folder as JSON Lines (with its schema) and OpenMetrics"),
-             ("lab", "harness.lab", "`run` with the tools and Nginx on test hosts made on this machine for the run")]
+             ("lab", "harness.lab", "`run` with the tools and Nginx on test hosts made on this machine for the run"),
+             ("overhead", "harness.suite.overhead_check",
+              "the harness against the same tool run by hand: RPS ratio with its interval (docs/overhead.md)")]
 
 
 def _delegate(args: argparse.Namespace) -> int:
@@ -434,7 +438,10 @@ def _clean_everywhere(args: argparse.Namespace) -> list[str]:
     return removed
 
 
-def _list_tools(_: argparse.Namespace) -> int:
+def _list_tools(args: argparse.Namespace) -> int:
+    if getattr(args, "readme", False):
+        from harness.tools import readme_tools
+        return readme_tools.main()
     from harness.runtimes.docker import docker_available, image_exists, tool_image
     from concurrent.futures import ThreadPoolExecutor
     from harness.runtimes.host import host_version
@@ -477,13 +484,15 @@ def _host_vs_docker(args: argparse.Namespace) -> int:
     """Each step a resumed suite of one scenario in one runtime (harness/suite/interleave.py), then the comparison."""
     from harness.suite.interleave import interleaved
     chosen = scenarios.select(args.scenarios, args.duration)       # bad input: said before the first step
+    tool_ids = [adapter.name for adapter in registry.select(args.tools)]
     folders = {"host": args.resume_host, "docker": args.resume_docker}
-    failed, steps = False, interleaved([s.id for s in chosen], args.repeat)
+    failed, steps = False, interleaved([s.id for s in chosen], tool_ids, args.repeat)
     _plan(_step_arguments(args, steps[0], folders[steps[0].runtime]))    # bad input (tools, folders): before the lock
     lock = acquire(what="a benchmark is running on this machine")    # held from the first step to the last
     try:
         for step in steps:
-            print(f"\n== {step.runtime}: {step.scenario}, repeat {step.repeat} of {args.repeat}", flush=True)
+            print(f"\n== {step.runtime}: {step.scenario}, {step.tool}, repeat {step.repeat} of {args.repeat}",
+                  flush=True)
             plan = replace(_plan(_step_arguments(args, step, folders[step.runtime])), keep_unselected=True)
             folder, rows = run_suite(plan, lock=lock)
             folders[step.runtime] = folder.path
@@ -500,9 +509,11 @@ def _host_vs_docker(args: argparse.Namespace) -> int:
 
 
 def _step_arguments(args: argparse.Namespace, step: "Step", resume: Path | None) -> argparse.Namespace:
-    """`run`'s arguments for one step: its runtime, its scenario, the repeats up to its own, the folder to resume."""
+    """`run`'s arguments for one step: its runtime, scenario and tool, the repeats up to its own, the folder to
+    resume."""
     file = args.scenarios.partition(":")[0]
     return argparse.Namespace(**{**vars(args), "runtime": step.runtime, "scenarios": f"{file}:{step.scenario}",
+                                 "tools": step.tool,
                                  "repeat": step.repeat, "resume": resume, "force": False, "keep_pcap": False,
                                  "allow_external_target": False, "target_host": None, "generator_host": None})
 

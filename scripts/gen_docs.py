@@ -74,8 +74,7 @@ def cli_options() -> str:
         if name not in shown:
             continue
         if name in delegated:
-            module = next(m for n, m, _ in DELEGATED if n == name)
-            rows.append(f"| `lth {name}` | | {shown[name]}: its options are `python -m {module} --help`'s |")
+            rows.append(f"| `lth {name}` | | {shown[name]}: its options are `lth {name} --help`'s |")
             continue
         for action in command._actions:
             if not action.option_strings or action.dest == "help":

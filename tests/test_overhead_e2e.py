@@ -17,7 +17,7 @@ pytestmark = pytest.mark.e2e
 @pytest.mark.tools("wrk")
 def test_one_brief_pair_gives_a_ratio_of_two_measured_rates_and_leaves_nothing(tmp_path):
     require_root_tools("ip", "nginx", "taskset", "wrk")
-    result = subprocess.run([sys.executable, "-m", "harness.suite.overhead_check", "--runtime", "host", "--tools", "wrk",
+    result = subprocess.run([str(Path(sys.executable).parent / "lth"), "overhead", "--runtime", "host", "--tools", "wrk",
                              "--pairs", "1", "--duration", "2", "--results-root", str(tmp_path)],
                             cwd=REPO, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout + result.stderr

@@ -14,10 +14,9 @@ The tool's command is the adapter's for the same RunSpec (the URL aside); both s
 adapter's parser. The order flips every pair. Per runtime and tool: harness/by-hand per pair, their median
 and its 95% bootstrap interval (3 pairs or more).
 
-Usage (root, from the repository root; `make bench-overhead`):
-    .venv/bin/python -m harness.suite.overhead_check [--runtime host|docker|both] [--tools wrk,oha] [--pairs 5]
-        [--duration 10] [--results-root results]
-    .venv/bin/python -m harness.suite.overhead_check --pool results/<UTC>-overhead ...   # pairs of several checks
+Usage (root; `make bench-overhead`; ``python -m harness.suite.overhead_check`` is the same):
+    lth overhead [--runtime both|host|docker] [--tools wrk,oha] [--pairs 5] [--duration 10] [--results-root results]
+    lth overhead --pool results/<UTC>-overhead ...   # pairs of several checks
 Writes results/<UTC>-overhead/: overhead.json, harness/ (each harness run's results folder: runs.csv and every
 run's raw files) and by-hand/ (each hand run's commands.sh, the tool's output and Nginx's log).
 """
@@ -486,8 +485,10 @@ def _rps(value: float | None) -> str:
 
 # --- the command ----------------------------------------------------------------------------------------------
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m harness.suite.overhead_check", description=__doc__.splitlines()[0])
-    parser.add_argument("--runtime", choices=(*RUNTIMES, "both"), default="host")
+    parser = argparse.ArgumentParser(prog="lth overhead", description=__doc__.splitlines()[0],
+                                     epilog="example: lth overhead --runtime host --tools wrk --pairs 10 --duration 10")
+    parser.add_argument("--runtime", choices=(*RUNTIMES, "both"), default="both",
+                        help="host, docker or both (default, as `make bench-overhead`)")
     parser.add_argument("--tools", default="wrk,oha", help="tool ids (default: wrk,oha: a C tool and a Rust tool)")
     parser.add_argument("--pairs", type=int, default=5, help="interleaved pairs per runtime and tool")
     parser.add_argument("--duration", type=int, default=10, help="seconds per run")
@@ -532,8 +533,13 @@ def main(argv: list[str] | None = None) -> int:
     except HarnessError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    with lock:
-        return measure(args, adapters, scenario, lock)
+    try:
+        with lock:
+            return measure(args, adapters, scenario, lock)
+    except KeyboardInterrupt:     # Ctrl-C or SIGTERM (the runner raises it): the finished runtimes are written
+        print("interrupted: the pairs of every finished runtime are in overhead.json; everything started was removed",
+              file=sys.stderr)
+        return 130
 
 
 def measure(args: argparse.Namespace, adapters: list[ToolAdapter], scenario: Scenario, lock: Held) -> int:
