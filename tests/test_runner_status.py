@@ -19,7 +19,7 @@ from fake_tool import BALLAST_MB, POST_S, STARTUP_S
 from harness.cpus import NO_SPLIT
 from harness.errors import HarnessError
 from harness.scenarios import Scenario
-from harness.suite import runner
+from harness.suite import console, run
 from harness.suite.execution import OVERTIME_CHECK_S
 from harness.suite.runner import Plan, run_suite
 
@@ -213,7 +213,7 @@ def test_text_from_outside_is_printed_as_it_is_never_as_markup(tmp_path, capsys)
                     split=NO_SPLIT)
         folder, (row,) = run_suite(plan, FakeRuntime({}))
         row.error = "the tool said [/x] then [bold]loud[/bold]"
-        runner._summarise(row, 2)
+        console.summarise(row)
     out = capsys.readouterr().out
     assert f"results: {folder.path}\n" in out and str(root) in str(folder.path)
     assert "   failed: the tool said [/x] then [bold]loud[/bold]\n" in out
@@ -232,8 +232,8 @@ def test_a_target_outside_the_harnesss_networks_gets_no_probe_either(tmp_path, m
         def session(self, adapter):
             yield FakeSession(Target("203.0.113.5", 80))
 
-    monkeypatch.setattr(runner, "shaped", lambda *args: pytest.fail("shaped (and probed) before the check"))
+    monkeypatch.setattr(run, "shaped", lambda *args: pytest.fail("shaped (and probed) before the check"))
     with ExternalTarget() as runtime:
-        row = runner.run_one(runtime, FakeTool("ok"), Scenario(id="vu2-rtt10", vus=2, rtt_ms=10, duration_s=1),
-                             ResultsFolder.create(tmp_path, "fake"), shaper="toxiproxy")
+        settings = run.RunSettings(runtime, ResultsFolder.create(tmp_path, "fake"), shaper="toxiproxy")
+        row = run.Run.new(settings, Scenario(id="vu2-rtt10", vus=2, rtt_ms=10, duration_s=1), FakeTool("ok")).execute().row
     assert row.status == "failed" and row.error.startswith("refusing to load 203.0.113.5"), row.error
