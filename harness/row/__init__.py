@@ -143,7 +143,9 @@ def _part(stored: StoredRun, stored_part: StoredPart, scenario: Scenario, adapte
         return row, meta, None
     spec = RunSpec.from_record(stored_part.spec, stored_part.folder)
     output = ToolOutput(spec, execution.stdout, execution.stderr, execution.exit_code or 0, execution.launched_at)
-    meta.update(_figures(row, adapter, declared, output, execution, record.grace_s))
+    figures_meta, metrics = _figures(row, adapter, declared, output, execution)
+    _status(row, metrics, execution, record.grace_s)
+    meta.update(figures_meta)
     if row.status == "failed":
         row.error = name_the_missing_path(row.error, part.command)
     meta.update(bottleneck.fill(row, execution, meta["load_window_s"], record.cpu_split, part.memory_check_name,
@@ -157,19 +159,11 @@ def _part(stored: StoredRun, stored_part: StoredPart, scenario: Scenario, adapte
     return row, meta, histogram
 
 
-def _figures(row: RunRow, adapter: ToolAdapter, declared: Declarations, output: ToolOutput, execution: Execution,
-             grace_s: float | None) -> dict:
-    """The tool's figures, its status, and its memory and CPU over its load window; returns what
-    meta.json adds."""
-    try:
-        raw = adapter.parsed(output)
-        shown = {name: getattr(raw, name) for name in TIMED_FIELDS}
-        metrics = below_resolution(raw, declared.timing_resolution_ms)
-        row.lat_below_resolution = emptied_cell([n for n in TIMED_FIELDS if shown[n] is not None
-                                                 and getattr(metrics, n) is None])
-    except Exception as exc:  # noqa: BLE001 - any parser failure is the run's failure, not the suite's
-        metrics, row.error = None, (f"could not parse {adapter.name}'s output in {output.spec.out_dir}: "
-                                    f"{type(exc).__name__}: {exc} (its stderr: {cause_line(execution.stderr)})")
+def _figures(row: RunRow, adapter: ToolAdapter, declared: Declarations, output: ToolOutput,
+             execution: Execution) -> tuple[dict, Metrics | None]:
+    """The tool's figures, and its memory and CPU over its load window; returns what meta.json adds and the
+    parsed metrics (None: the output did not parse)."""
+    metrics = _parsed(row, adapter, declared, output, execution.stderr)
     window = None
     if metrics is not None:
         for name in COPIED_METRICS:
@@ -190,6 +184,32 @@ def _figures(row: RunRow, adapter: ToolAdapter, declared: Declarations, output: 
     if usage.mem_frames_dropped:
         _note(row, f"memory leaves out {usage.mem_frames_dropped} frame(s) in which the tool's processes held no "
                    "memory (RSS 0: exiting)")
+    return {"metric_source": metrics.source if metrics else None, "notes": metrics.notes if metrics else [],
+            "exit_code": execution.exit_code, "timed_out": execution.timed_out,
+            "wall_s": execution.wall_s, "overtime_s": execution.overtime_s, "launched_at": execution.launched_at,
+            "samples": usage.samples,
+            "load_window_s": window}, metrics
+
+
+def _parsed(row: RunRow, adapter: ToolAdapter, declared: Declarations, output: ToolOutput,
+            stderr: str) -> Metrics | None:
+    """The tool's metrics, those below its timing resolution emptied (named in the row); None, with the row's
+    error saying why, when its output does not parse."""
+    try:
+        raw = adapter.parsed(output)
+        shown = {name: getattr(raw, name) for name in TIMED_FIELDS}   # below_resolution empties them in place
+        metrics = below_resolution(raw, declared.timing_resolution_ms)
+    except Exception as exc:  # noqa: BLE001 - any parser failure is the run's failure, not the suite's
+        row.error = (f"could not parse {adapter.name}'s output in {output.spec.out_dir}: "
+                     f"{type(exc).__name__}: {exc} (its stderr: {cause_line(stderr)})")
+        return None
+    row.lat_below_resolution = emptied_cell([n for n in TIMED_FIELDS if shown[n] is not None
+                                             and getattr(metrics, n) is None])
+    return metrics
+
+
+def _status(row: RunRow, metrics: Metrics | None, execution: Execution, grace_s: float | None) -> None:
+    """The run's status from how the tool's process ended and what it counted."""
     if execution.overtime_s and not execution.timed_out:
         _note(row, f"worked {execution.overtime_s:.0f} s past its duration + {grace_s or 0:.0f} s grace after the load "
                    "(busy or writing its output: waited for, not killed)")
@@ -205,11 +225,6 @@ def _figures(row: RunRow, adapter: ToolAdapter, declared: Declarations, output: 
                                            "there is nothing to measure (server_requests: what reached the target)")
     elif metrics is not None:
         row.status = "ok"
-    return {"metric_source": metrics.source if metrics else None, "notes": metrics.notes if metrics else [],
-            "exit_code": execution.exit_code, "timed_out": execution.timed_out,
-            "wall_s": execution.wall_s, "overtime_s": execution.overtime_s, "launched_at": execution.launched_at,
-            "samples": usage.samples,
-            "load_window_s": window}
 
 
 def _merge(row: RunRow, record: RunRecord,
