@@ -84,3 +84,36 @@ def test_a_part_stored_before_its_runspec_gets_the_fields_a_run_saves(runs_csv):
     assert read_back.to_record() == spec
     assert (read_back.url, read_back.vus, read_back.duration_s) == (part.url, part.vus, record.scenario["duration_s"])
     assert json.loads(json.dumps(spec)) == spec      # record.json keeps it as it is
+
+
+def two_generators(tmp_path: Path) -> Path:
+    """results/sample's wrk run at vu20-rtt0.1 as if two generators had each run it (generator-1, generator-2),
+    each with its latency.hlog: the several-parts path of load_run and derive."""
+    stored = CURRENT[0].parent / "vu20-rtt0.1" / "wrk"
+    run_dir = tmp_path / "vu20-rtt0.1" / "wrk"
+    record = json.loads((stored / RECORD).read_text())
+    for index in (1, 2):
+        shutil.copytree(stored, run_dir / f"generator-{index}")
+    part = record["parts"][0]
+    record["parts"] = [{**part, "folder": f"generator-{index}", "per_request": True, "host": f"gen{index}"}
+                       for index in (1, 2)]
+    (run_dir / RECORD).write_text(json.dumps(record))
+    return run_dir
+
+
+def test_several_generators_merge_from_the_histograms_the_store_read(tmp_path, adapters):
+    from collections import Counter
+
+    from harness.stats import histogram_metrics
+    from harness.store.hdr import read_histogram
+    run_dir = two_generators(tmp_path)
+    stored = load_run(RunRecord.load(run_dir), run_dir)
+    assert [p.histogram is not None for p in stored.parts] == [True, True]
+    derived = derive(stored, adapters["wrk"])
+    one = read_meta_row(CURRENT[0].parent / "vu20-rtt0.1" / "wrk")
+    histogram = read_histogram(run_dir / "generator-1", stored.record.parts[0].histogram)
+    both = histogram_metrics(Counter({ms: 2 * n for ms, n in histogram.counts.items()}), total=2 * histogram.total)
+    assert derived.row.status == "ok" and derived.row.generators == 2 and derived.row.requests == 2 * one.requests
+    assert (derived.row.lat_p50_ms, derived.row.lat_p99_ms) == (both.lat_p50_ms, both.lat_p99_ms)
+    assert derived.meta["metric_source"].startswith("merged: latencies: nearest-rank percentiles over the parts'")
+    assert [folder for folder, _, _ in derived.parts] == [run_dir / "generator-1", run_dir / "generator-2"]
