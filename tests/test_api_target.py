@@ -35,7 +35,7 @@ def any_njs(monkeypatch, tmp_path):
     """Staging checks that njs is installed; what is staged does not depend on it."""
     module = tmp_path / "ngx_http_js_module.so"
     module.touch()
-    monkeypatch.setattr(targets, "JS_MODULE", module)
+    monkeypatch.setattr(targets.staging, "JS_MODULE", module)
 
 
 def secret_of(files: Path) -> str:
@@ -60,7 +60,7 @@ def test_the_api_target_is_the_file_server_with_the_api_and_a_secret_per_staging
     facts = targets.stack_facts(stack, {"upstream": (0,)}, {"nginx": "1.22.1", "api": "1.22.1"})
     assert facts == {"target_stack": "api: nginx 1.22.1 on CPUs 0 with the njs API (POST /api/auth/login, GET "
                                      "/api/contact)", "target_version": "1.22.1"}
-    assert (files / "lth-main-api.conf").read_text() == f"load_module {targets.JS_MODULE};\n"
+    assert (files / "lth-main-api.conf").read_text() == f"load_module {targets.staging.JS_MODULE};\n"
     http = (files / "lth-http-api.conf").read_text()
     assert f'js_var $lth_password "{PASSWORD}";' in http and f"js_import api from {files}/api/api.js;" in http
     server = (files / "lth-server-api.conf").read_text()
@@ -113,7 +113,7 @@ def test_an_http2_stack_logs_the_apis_requests_in_another_version_too(tmp_path, 
 
 
 def test_staging_the_api_without_njs_says_make_deps(tmp_path, monkeypatch):
-    monkeypatch.setattr(targets, "JS_MODULE", tmp_path / "missing.so")
+    monkeypatch.setattr(targets.staging, "JS_MODULE", tmp_path / "missing.so")
     with pytest.raises(HarnessError, match=r"njs module .*libnginx-mod-http-js\): run `make deps`$"):
         targets.stage(Setup("api"), tmp_path / "stack", "198.18.0.2", "198.18.0.2", None)
 

@@ -4,7 +4,7 @@ import argparse
 import pytest
 
 from harness.cli import _seconds, build_parser
-from harness.suite.runner import eta_text
+from harness.suite.console import eta_text
 
 
 @pytest.mark.parametrize("text, seconds", [("300", 300), ("300s", 300), ("5m", 300), ("1h", 3600), (" 2M ", 120)])

@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 from conftest import FIXTURES
 from harness.network.capture import _wire_log
 from harness.network.wire import summarise
-from harness.row.merge import LEGACY_HISTOGRAM_CSV, merged_figures, read_histogram, write_histogram
+from harness.row.merge import merged_figures
+from harness.store.hdr import LEGACY_HISTOGRAM_CSV, read_histogram, write_histogram
 from harness.stats import PERCENTILES, histogram_metrics, percentile_field
 from harness.store import hdr
 from harness.tools.output import LatencyHistogram

@@ -52,7 +52,7 @@ def test_a_planted_circle_is_found():
 SHARED = {"harness", "harness.cpus", "harness.environment", "harness.errors", "harness.failure", "harness.files",
           "harness.flows", "harness.processes", "harness.rtt_probe", "harness.scenarios", "harness.slo", "harness.stats"}
 # They run a suite or re-derive one (a run, then its row), or drive such commands (lab hosts, the overhead check).
-ORCHESTRATORS = {"harness.suite.runner", "harness.suite.rederive", "harness.capacity.run", "harness.cli",
+ORCHESTRATORS = {"harness.suite.runner", "harness.suite.run", "harness.suite.rederive", "harness.capacity.run", "harness.cli",
                  "harness.__main__", "harness.lab", "harness.suite.overhead_check"}
 PACKAGE_LAYERS = {"harness.store": "store", "harness.targets": "shared", "harness.tools": "tools",
                   "harness.row": "derivation", "harness.sampling": "sampling", "harness.runtimes": "runtimes",

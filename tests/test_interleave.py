@@ -49,7 +49,7 @@ def _resumed(tmp_path, keep_unselected: bool) -> tuple[list[tuple[str, str, str]
     from harness import scenarios
     from harness.store.results import COLUMNS, ResultsFolder
     from harness.suite.plan import Plan
-    from harness.suite.runner import _open_folder
+    from harness.suite.resume import open_folder
     from harness.tools import registry
     folder = tmp_path / "20260101T000000Z-host"
     folder.mkdir()
@@ -60,7 +60,7 @@ def _resumed(tmp_path, keep_unselected: bool) -> tuple[list[tuple[str, str, str]
                                     "status": status} for s, t, status in rows])
     plan = Plan(runtime="host", tools=registry.select("wrk"), results_root=tmp_path, resume=folder,
                 scenarios=scenarios.select(f"scenarios/quick.yaml:{second}"))
-    opened, finished = _open_folder(replace(plan, keep_unselected=keep_unselected))
+    opened, finished = open_folder(replace(plan, keep_unselected=keep_unselected))
     return [(r["scenario"], r["tool"], r["status"]) for r in opened.rows()], finished, first
 
 

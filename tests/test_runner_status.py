@@ -19,7 +19,7 @@ from fake_tool import BALLAST_MB, POST_S, STARTUP_S
 from harness.cpus import NO_SPLIT
 from harness.errors import HarnessError
 from harness.scenarios import Scenario
-from harness.suite import runner
+from harness.suite import console, run
 from harness.suite.execution import OVERTIME_CHECK_S
 from harness.suite.runner import Plan, run_suite
 
@@ -213,7 +213,7 @@ def test_text_from_outside_is_printed_as_it_is_never_as_markup(tmp_path, capsys)
                     split=NO_SPLIT)
         folder, (row,) = run_suite(plan, FakeRuntime({}))
         row.error = "the tool said [/x] then [bold]loud[/bold]"
-        runner._summarise(row, 2)
+        console.summarise(row)
     out = capsys.readouterr().out
     assert f"results: {folder.path}\n" in out and str(root) in str(folder.path)
     assert "   failed: the tool said [/x] then [bold]loud[/bold]\n" in out
@@ -232,8 +232,23 @@ def test_a_target_outside_the_harnesss_networks_gets_no_probe_either(tmp_path, m
         def session(self, adapter):
             yield FakeSession(Target("203.0.113.5", 80))
 
-    monkeypatch.setattr(runner, "shaped", lambda *args: pytest.fail("shaped (and probed) before the check"))
+    monkeypatch.setattr(run, "shaped", lambda *args: pytest.fail("shaped (and probed) before the check"))
     with ExternalTarget() as runtime:
-        row = runner.run_one(runtime, FakeTool("ok"), Scenario(id="vu2-rtt10", vus=2, rtt_ms=10, duration_s=1),
-                             ResultsFolder.create(tmp_path, "fake"), shaper="toxiproxy")
+        settings = run.RunSettings(runtime, ResultsFolder.create(tmp_path, "fake"), shaper="toxiproxy")
+        row = run.Run.new(settings, Scenario(id="vu2-rtt10", vus=2, rtt_ms=10, duration_s=1), FakeTool("ok")).execute().row
     assert row.status == "failed" and row.error.startswith("refusing to load 203.0.113.5"), row.error
+
+
+def test_the_runspec_and_the_declarations_are_stored_with_the_run_and_read_back(suite):
+    """Issue 50.1: the RunSpec the tool was given is saved with its part (never made again from the scenario),
+    the adapter's declarations with the run; rederive reads both back."""
+    from harness.tools.adapter import Declarations
+    from harness.tools.output import RunSpec
+    row = suite["rows"][RATE.id, "fake-open"]
+    run_dir = suite["folder"] / row.run_dir
+    record = json.loads((run_dir / "record.json").read_text())
+    spec = RunSpec.from_record(record["parts"][0]["spec"], run_dir)
+    assert (spec.vus, spec.rate_rps, spec.duration_s, spec.out_dir) == (2, 50, 1, run_dir)
+    assert spec.url == record["parts"][0]["url"] and spec.to_record() == record["parts"][0]["spec"]
+    tool = next(t for t in TOOLS if t.name == "fake-open")
+    assert record["declarations"] == Declarations.of(tool).to_record() and record["declarations"]["open_model"]

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness import targets
+from harness import TARGETS_DIR, targets
 from harness.errors import HarnessError
 from harness.scenarios import Scenario, load_file
 from harness.suite import preflight
@@ -93,7 +93,7 @@ def test_scenario_fields_are_validated_in_one_line(tmp_path):
 
 
 def test_the_targets_file_asks_each_question():
-    loaded = load_file(targets.TARGETS_DIR.parent / "scenarios" / "targets.yaml")
+    loaded = load_file(TARGETS_DIR.parent / "scenarios" / "targets.yaml")
     setups = {(s.target, s.keepalive, s.tls, s.backend_delay_ms, s.vus, s.rtt_ms) for s in loaded}
     assert {("nginx", False, False, None, 20, 0.1), ("nginx", True, True, None, 20, 0.1),
             ("nginx", True, True, None, 100, 50)} <= setups
@@ -149,7 +149,7 @@ def test_a_selection_where_no_tool_can_do_what_is_asked_is_refused_in_one_line(t
 def test_asking_only_for_what_the_tool_cannot_do_exits_2_before_anything(tmp_path):
     result = subprocess.run([sys.executable, "-m", "harness", "run", "--runtime", "host", "--tools", "h2load",
                              "--scenarios", "scenarios/targets.yaml:ka-off-vu20-rtt0.1", "--results", str(tmp_path)],
-                            cwd=targets.TARGETS_DIR.parent, capture_output=True, text=True, timeout=60)
+                            cwd=TARGETS_DIR.parent, capture_output=True, text=True, timeout=60)
     assert result.returncode == 2 and result.stderr.startswith("error: nothing to run: h2load: keep-alive off")
     assert len(result.stderr.splitlines()) == 1 and list(tmp_path.iterdir()) == []
 

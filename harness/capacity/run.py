@@ -34,8 +34,9 @@ from harness.scenarios import MAX_VUS, Scenario, describe_error
 from harness.store.figures import emptied_columns
 from harness.store.results import ResultsFolder, RunRow, read_meta_row
 from harness.suite import preflight
+from harness.suite.console import console
 from harness.suite.plan import Plan
-from harness.suite.runner import Bench, console, opened
+from harness.suite.runner import Bench, opened
 from harness.tools.adapter import ToolAdapter
 
 UNLOADED_RPS = 100

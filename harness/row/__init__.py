@@ -1,6 +1,7 @@
 """One place derives a run's row: from what the run stored (record.json, and per tool process its
-output, samples*.csv and execution.json) to its runs.csv row and meta.json. Plain values in, plain
-values out: nothing here starts a process, so any results folder can be derived again at any time
+output, samples*.csv and execution.json, read by harness/store/stored.py into a StoredRun) to its runs.csv
+row and meta.json (a Derived, which the store writes). Plain values in, plain values out: nothing here
+reads or writes a file or starts a process, so any results folder can be derived again at any time
 (``python -m harness rederive``), e.g. after a parser fix.
 
 The order, each step reading only what the previous ones set:
@@ -12,22 +13,21 @@ Memory per VU is no row's figure: it is a slope over the VU levels of a results 
 """
 from __future__ import annotations
 
-import json
-import traceback
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from pathlib import Path
 
-from harness.flows import FLOWS
 from harness.failure import cause_line, name_the_missing_path
 from harness.row import bottleneck, merge, rate, target, wire
 from harness.row.usage import summarise
 from harness.scenarios import Scenario, rtt_tolerance_ms
 from harness.store.figures import TIMED_FIELDS, Metrics, below_resolution, emptied_cell
-from harness.store.record import SCHEMA_VERSION, Execution, PartRecord, RunRecord, load_execution
-from harness.store.results import COLUMNS, RunRow, withhold_results, write_meta
+from harness.store.hdr import LatencyHistogram
+from harness.store.record import SCHEMA_VERSION, Execution, RunRecord
+from harness.store.results import COLUMNS, RunRow, withhold_results
 from harness.store.stall import StallRecord
-from harness.tools.adapter import ToolAdapter
-from harness.tools.output import LatencyHistogram, RunSpec, ToolOutput
+from harness.store.stored import Derived, StoredPart, StoredRun
+from harness.tools.adapter import Declarations, ToolAdapter
+from harness.tools.output import RunSpec, ToolOutput
 
 SAMPLE_GAP_WARN_S = 2.5  # top frames further apart than this are reported in the row's notes
 PROXY_BESIDE_TOOL = ("two machines: Toxiproxy ran beside the tool, on the generator's loopback, and shares its CPUs; "
@@ -37,42 +37,30 @@ PROXY_BESIDE_TOOL = ("two machines: Toxiproxy ran beside the tool, on the genera
 COPIED_METRICS = [f.name for f in fields(Metrics) if f.name in COLUMNS and f.name != "notes"]
 
 
-@dataclass
-class Derived:
-    row: RunRow
-    meta: dict                                   # the run folder's meta.json
-    parts: list[tuple[Path, RunRow, dict]]   # several generators: each part's folder, row and meta.json
-
-    def write(self, run_dir: Path) -> None:
-        """meta.json in the run's folder (and each part's)."""
-        write_meta(run_dir, self.row, self.meta)
-        for folder, row, meta in self.parts:
-            write_meta(folder, row, meta)
-
-
-def base_row(record: RunRecord, adapter: ToolAdapter) -> RunRow:
+def base_row(record: RunRecord, scenario: Scenario, declared: Declarations) -> RunRow:
     """The row's setup columns, status failed until the run proves otherwise."""
-    scenario = record.scenario
-    return RunRow(tool=record.tool, tool_version=None, runtime=record.runtime, scenario=scenario["id"],
-                  vus=scenario["vus"], rtt_target_ms=scenario["rtt_ms"], duration_s=scenario["duration_s"],
+    return RunRow(tool=record.tool, tool_version=None, runtime=record.runtime, scenario=scenario.id,
+                  vus=scenario.vus, rtt_target_ms=scenario.rtt_ms, duration_s=scenario.duration_s,
                   repeat=record.repeat, started_at=record.started_at, run_dir=record.run_dir,
-                  timing_resolution_ms=adapter.timing_resolution_ms, co_corrected=adapter.co_corrected,
+                  timing_resolution_ms=declared.timing_resolution_ms, co_corrected=declared.co_corrected,
                   cpus_target=record.cpus_target, cpus_tool=record.cpus_tool, shaper=record.shaper,
-                  generators=max(1, len(record.parts)), **target.setup_columns(record))
+                  generators=max(1, len(record.parts)), **target.setup_columns(scenario, record.target))
 
 
-def derive(record: RunRecord, adapter: ToolAdapter, run_dir: Path) -> Derived:
-    """The row and meta.json of the run stored in ``run_dir``."""
-    scenario = Scenario.model_validate(record.scenario)
-    row = base_row(record, adapter)
-    meta: dict = {"schema_version": SCHEMA_VERSION, "concurrency_model": adapter.concurrency_model,
+def derive(stored: StoredRun, adapter: ToolAdapter) -> Derived:
+    """The row and meta.json of ``stored``; ``adapter``: the tool's parser (its declarations as recorded at run
+    time, where they were)."""
+    record, scenario = stored.record, stored.scenario
+    declared = Declarations.of(adapter, record.declarations)
+    row = base_row(record, scenario, declared)
+    meta: dict = {"schema_version": SCHEMA_VERSION, "concurrency_model": declared.concurrency_model,
                   "scenario": record.scenario}
     if record.unrunnable is not None:
         row.status, row.error = record.unrunnable_status or "failed", record.unrunnable
         if row.status == "unsupported":
-            rate.fill_unsupported(row, scenario, adapter)
-        return Derived(row, {"schema_version": SCHEMA_VERSION}, [])
-    parts = [_part(record, part, adapter, run_dir) for part in record.parts]
+            rate.fill_unsupported(row, scenario, declared)
+        return Derived(stored.run_dir, row, {"schema_version": SCHEMA_VERSION}, [])
+    parts = [_part(stored, part, scenario, adapter, declared) for part in stored.parts]
     if len(parts) == 1:
         row, part_meta, _ = parts[0]
         meta.update(part_meta)
@@ -84,12 +72,12 @@ def derive(record: RunRecord, adapter: ToolAdapter, run_dir: Path) -> Derived:
     row.server_requests = None if record.server_requests is None else record.server_requests - direct_gets - via_gets
     row.server_connections = record.server_connections
     stalled = StallRecord.from_dict(record.stall) if record.stall else None
-    rate.fill_rate(row, scenario, adapter)
+    rate.fill_rate(row, scenario, declared)
     rate.fill_stall(row, scenario, stalled)
     if record.proxy_beside_tool:
         _note(row, PROXY_BESIDE_TOOL)
     if record.capture is not None:
-        wire.fill(row, record.capture, via_gets, adapter.stops_timing_before_closing)
+        wire.fill(row, record.capture, via_gets, declared.stops_timing_before_closing)
         meta["wire"] = record.capture
     target.check_keepalive(row)
     target.check_protocol(row, record.server_off_protocol, probed_under_load=bool(direct_gets or via_gets))
@@ -107,21 +95,17 @@ def derive(record: RunRecord, adapter: ToolAdapter, run_dir: Path) -> Derived:
     withheld = withhold_results(row)
     if withheld:
         meta["withheld_figures"] = withheld
-    return Derived(row, meta, [(run_dir / part.folder, part_row, part_meta) for part, (part_row, part_meta, _)
-                               in zip(record.parts, parts)] if len(parts) > 1 else [])
+    return Derived(stored.run_dir, row, meta, [(part.folder, part_row, part_meta) for part, (part_row, part_meta, _)
+                                               in zip(stored.parts, parts)] if len(parts) > 1 else [])
 
 
-def derive_stored(record: RunRecord, adapter: ToolAdapter, run_dir: Path) -> Derived:
+def derive_stored(stored: StoredRun, adapter: ToolAdapter) -> Derived:
     """derive(), with a crash in the derivation made the run's failure (the suite goes on): the run is derived
     again from its setup alone, with none of the facts a crash may have come from."""
     try:
-        return derive(record, adapter, run_dir)
+        return derive(stored, adapter)
     except Exception as exc:  # noqa: BLE001 - a bug in one row's derivation must not sink the suite
-        crashed = RunRecord(**{**record.__dict__, "error": f"harness error: {type(exc).__name__}: {exc}",
-                               "traceback": traceback.format_exc(), "parts": [], "capture": None, "stall": None,
-                               "server_off_protocol": None, "server_api": None, "shaper_load": None,
-                               "phases_s": {}})
-        return derive(crashed, adapter, run_dir)
+        return derive(stored.crashed(exc), adapter)
 
 
 def overhead_by_phase(phases_s: dict[str, float], walls_s: list[float | None], duration_s: int) -> dict:
@@ -144,27 +128,24 @@ def probe_gets(under_load: dict | None) -> tuple[int, int]:
     return under_load.get("gets_direct", 0), under_load.get("gets_via", 0)
 
 
-def _part(record: RunRecord, part: PartRecord, adapter: ToolAdapter,
-          run_dir: Path) -> tuple[RunRow, dict, LatencyHistogram | None]:
+def _part(stored: StoredRun, stored_part: StoredPart, scenario: Scenario, adapter: ToolAdapter,
+          declared: Declarations) -> tuple[RunRow, dict, LatencyHistogram | None]:
     """One tool process's row, what its meta.json adds, and its latency histogram (several parts only)."""
-    row = base_row(record, adapter)
+    record, part, execution = stored.record, stored_part.record, stored_part.execution
+    row = base_row(record, scenario, declared)
     row.vus, row.tool_version, row.rtt_measured_ms = part.vus, part.tool_version, part.rtt_measured_ms
     row.run_dir = str(Path(record.run_dir) / part.folder) if part.folder else record.run_dir
     if part.rtt_measured_ms is not None:
-        row.rtt_ok = rtt_ok(part.rtt_measured_ms, record.scenario["rtt_ms"])
+        row.rtt_ok = rtt_ok(part.rtt_measured_ms, scenario.rtt_ms)
     meta: dict = {"command": part.command, "ran_on": part.host, **({"shaping": part.shaping} if part.shaping else {})}
-    if not part.executed:
+    if execution is None:
         row.status, row.error = "failed", part.error or "the tool did not start"
         return row, meta, None
-    folder = run_dir / part.folder
-    execution = load_execution(folder)
-    spec = RunSpec(url=part.url, vus=part.vus, duration_s=record.scenario["duration_s"], out_dir=folder,
-                   cpus=part.cpus, rate_rps=part.rate_rps, per_request=part.per_request,
-                   keepalive=record.scenario.get("keepalive", True),
-                   protocol=record.scenario.get("protocol", "http/1.1"), streams=record.scenario.get("streams", 1),
-                   flow=FLOWS.get(record.scenario.get("flow") or ""), relogin_every=record.scenario.get("relogin_every"))
+    spec = RunSpec.from_record(stored_part.spec, stored_part.folder)
     output = ToolOutput(spec, execution.stdout, execution.stderr, execution.exit_code or 0, execution.launched_at)
-    meta.update(_figures(row, adapter, output, execution, record.grace_s))
+    figures_meta, metrics = _figures(row, adapter, declared, output, execution)
+    _status(row, metrics, execution, record.grace_s)
+    meta.update(figures_meta)
     if row.status == "failed":
         row.error = name_the_missing_path(row.error, part.command)
     meta.update(bottleneck.fill(row, execution, meta["load_window_s"], record.cpu_split, part.memory_check_name,
@@ -174,23 +155,15 @@ def _part(record: RunRecord, part: PartRecord, adapter: ToolAdapter,
         if "error" in part.histogram:   # without it the merge keeps counts only
             meta["notes"] = [*meta["notes"], f"no latency histogram: {part.histogram['error']}"]
         else:
-            histogram = merge.read_histogram(folder, part.histogram)
+            histogram = stored_part.histogram
     return row, meta, histogram
 
 
-def _figures(row: RunRow, adapter: ToolAdapter, output: ToolOutput, execution: Execution,
-             grace_s: float | None) -> dict:
-    """The tool's figures, its status, and its memory and CPU over its load window; returns what
-    meta.json adds."""
-    try:
-        raw = adapter.parsed(output)
-        shown = {name: getattr(raw, name) for name in TIMED_FIELDS}
-        metrics = below_resolution(raw, adapter.timing_resolution_ms)
-        row.lat_below_resolution = emptied_cell([n for n in TIMED_FIELDS if shown[n] is not None
-                                                 and getattr(metrics, n) is None])
-    except Exception as exc:  # noqa: BLE001 - any parser failure is the run's failure, not the suite's
-        metrics, row.error = None, (f"could not parse {adapter.name}'s output in {output.spec.out_dir}: "
-                                    f"{type(exc).__name__}: {exc} (its stderr: {cause_line(execution.stderr)})")
+def _figures(row: RunRow, adapter: ToolAdapter, declared: Declarations, output: ToolOutput,
+             execution: Execution) -> tuple[dict, Metrics | None]:
+    """The tool's figures, and its memory and CPU over its load window; returns what meta.json adds and the
+    parsed metrics (None: the output did not parse)."""
+    metrics = _parsed(row, adapter, declared, output, execution.stderr)
     window = None
     if metrics is not None:
         for name in COPIED_METRICS:
@@ -211,6 +184,32 @@ def _figures(row: RunRow, adapter: ToolAdapter, output: ToolOutput, execution: E
     if usage.mem_frames_dropped:
         _note(row, f"memory leaves out {usage.mem_frames_dropped} frame(s) in which the tool's processes held no "
                    "memory (RSS 0: exiting)")
+    return {"metric_source": metrics.source if metrics else None, "notes": metrics.notes if metrics else [],
+            "exit_code": execution.exit_code, "timed_out": execution.timed_out,
+            "wall_s": execution.wall_s, "overtime_s": execution.overtime_s, "launched_at": execution.launched_at,
+            "samples": usage.samples,
+            "load_window_s": window}, metrics
+
+
+def _parsed(row: RunRow, adapter: ToolAdapter, declared: Declarations, output: ToolOutput,
+            stderr: str) -> Metrics | None:
+    """The tool's metrics, those below its timing resolution emptied (named in the row); None, with the row's
+    error saying why, when its output does not parse."""
+    try:
+        raw = adapter.parsed(output)
+        shown = {name: getattr(raw, name) for name in TIMED_FIELDS}   # below_resolution empties them in place
+        metrics = below_resolution(raw, declared.timing_resolution_ms)
+    except Exception as exc:  # noqa: BLE001 - any parser failure is the run's failure, not the suite's
+        row.error = (f"could not parse {adapter.name}'s output in {output.spec.out_dir}: "
+                     f"{type(exc).__name__}: {exc} (its stderr: {cause_line(stderr)})")
+        return None
+    row.lat_below_resolution = emptied_cell([n for n in TIMED_FIELDS if shown[n] is not None
+                                             and getattr(metrics, n) is None])
+    return metrics
+
+
+def _status(row: RunRow, metrics: Metrics | None, execution: Execution, grace_s: float | None) -> None:
+    """The run's status from how the tool's process ended and what it counted."""
     if execution.overtime_s and not execution.timed_out:
         _note(row, f"worked {execution.overtime_s:.0f} s past its duration + {grace_s or 0:.0f} s grace after the load "
                    "(busy or writing its output: waited for, not killed)")
@@ -226,11 +225,6 @@ def _figures(row: RunRow, adapter: ToolAdapter, output: ToolOutput, execution: E
                                            "there is nothing to measure (server_requests: what reached the target)")
     elif metrics is not None:
         row.status = "ok"
-    return {"metric_source": metrics.source if metrics else None, "notes": metrics.notes if metrics else [],
-            "exit_code": execution.exit_code, "timed_out": execution.timed_out,
-            "wall_s": execution.wall_s, "overtime_s": execution.overtime_s, "launched_at": execution.launched_at,
-            "samples": usage.samples,
-            "load_window_s": window}
 
 
 def _merge(row: RunRow, record: RunRecord,

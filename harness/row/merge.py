@@ -10,35 +10,10 @@ mean are exact: the percentiles stay empty.
 from __future__ import annotations
 
 from collections import Counter
-from pathlib import Path
 
 from harness.stats import histogram_metrics
-from harness.store import hdr
 from harness.store.figures import LATENCY_ORDER, Figures, Metrics
-from harness.tools.output import LatencyHistogram
-
-LEGACY_HISTOGRAM_CSV = "latency-histogram.csv"   # what folders before the HdrHistogram log kept (read only)
-
-
-def write_histogram(histogram: LatencyHistogram, folder: Path, resolution_ms: float | None = None,
-                    started_at: float = 0.0, duration_s: float = 0.0) -> dict:
-    """The part's latencies as an HdrHistogram log beside its output (the tool's own per-request data can be
-    large and some adapters drop it once read); returns what the part's record keeps about it."""
-    comments = [f"source: {histogram.source}", f"requests: {histogram.total} (recorded: {sum(histogram.counts.values())})"]
-    if resolution_ms is not None:
-        comments.append(f"the tool's timing resolution: {resolution_ms:g} ms")
-    name = hdr.write_log(histogram.counts, folder, comments, started_at, duration_s)
-    return {"file": name, "total": histogram.total, "source": histogram.source, "format": "hdrhistogram log, ns"}
-
-
-def read_histogram(folder: Path, stored: dict) -> LatencyHistogram:
-    path = folder / stored["file"]
-    if stored["file"] == LEGACY_HISTOGRAM_CSV:
-        rows = path.read_text().splitlines()[1:]
-        counts = {float(ms): int(count) for ms, count in (row.split(",") for row in rows)}
-    else:
-        counts = hdr.to_counts(hdr.read_log(path))
-    return LatencyHistogram(counts, total=stored["total"], source=stored["source"])
+from harness.store.hdr import LatencyHistogram
 
 
 def _sum(values: list) -> float | int | None:

@@ -6,7 +6,7 @@ from harness.row.stall import expected
 from harness.scenarios import RATE_TOLERANCE, Scenario
 from harness.store.results import RunRow
 from harness.store.stall import StallRecord
-from harness.tools.adapter import ToolAdapter
+from harness.tools.adapter import Declarations
 
 
 
@@ -14,19 +14,19 @@ def rate_ok(achieved_rps: float | None, target_rps: float) -> bool | None:
     return None if achieved_rps is None else achieved_rps >= (1 - RATE_TOLERANCE) * target_rps
 
 
-def fill_rate(row: RunRow, scenario: Scenario, adapter: ToolAdapter) -> None:
+def fill_rate(row: RunRow, scenario: Scenario, declared: Declarations) -> None:
     if scenario.rate_rps is None:
         return
-    row.rate_model = adapter.rate_model if adapter.open_model else f"closed model, {scenario.vus} looping users: {adapter.rate_model}"
-    if adapter.open_model:
+    row.rate_model = declared.rate_model if declared.open_model else f"closed model, {scenario.vus} looping users: {declared.rate_model}"
+    if declared.open_model:
         row.rate_target_rps = scenario.rate_rps
         row.rate_achieved_rps = row.rps
         row.rate_ok = rate_ok(row.rps, scenario.rate_rps)
-        row.co_corrected = adapter.co_corrected or adapter.rate_co_corrected
+        row.co_corrected = declared.co_corrected or declared.rate_co_corrected
 
 
-def fill_unsupported(row: RunRow, scenario: Scenario, adapter: ToolAdapter) -> None:
-    row.rate_model, row.rate_target_rps = adapter.rate_model, scenario.rate_rps
+def fill_unsupported(row: RunRow, scenario: Scenario, declared: Declarations) -> None:
+    row.rate_model, row.rate_target_rps = declared.rate_model, scenario.rate_rps
     row.stall_ms, row.stall_at_s = scenario.stall_ms, scenario.stall_at_s
 
 

@@ -3,20 +3,20 @@ really opened a connection per request (the wire's count, else the file server's
 was HTTP/2 at the file server (issue 38)."""
 from __future__ import annotations
 
+from harness.scenarios import Scenario
 from harness.targets import SERVED_AS
-from harness.store.record import RunRecord
 from harness.store.results import RunRow
 
 # Keep-alive off, judged: more requests per connection than this means connections were reused.
 REUSE_TOLERANCE = 1.05
 
 
-def setup_columns(record: RunRecord) -> dict:
-    scenario, facts = record.scenario, record.target or {}
-    return {"target": scenario.get("target", "nginx"), "keepalive": scenario.get("keepalive", True),
-            "tls": scenario.get("tls", False), "backend_delay_ms": scenario.get("backend_delay_ms"),
-            "protocol": scenario.get("protocol", "http/1.1"), "streams": scenario.get("streams", 1),
-            "flow": scenario.get("flow"), "relogin_every": scenario.get("relogin_every"),
+def setup_columns(scenario: Scenario, target_facts: dict | None) -> dict:
+    """The setup columns: the scenario's, and the running stack's facts (RunRecord.target)."""
+    facts = target_facts or {}
+    return {"target": scenario.target, "keepalive": scenario.keepalive, "tls": scenario.tls,
+            "backend_delay_ms": scenario.backend_delay_ms, "protocol": scenario.protocol, "streams": scenario.streams,
+            "flow": scenario.flow, "relogin_every": scenario.relogin_every,
             "target_stack": facts.get("target_stack"), "target_version": facts.get("target_version")}
 
 

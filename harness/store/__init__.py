@@ -4,7 +4,8 @@
   tool process's facts), SCHEMA_VERSION;
 - ``samples``: top's frames, samples*.csv;
 - ``stall``: a stall as it happened;
-- ``results``: the derived row's columns (runs.csv), meta.json and the results folder.
+- ``results``: the derived row's columns (runs.csv), meta.json and the results folder;
+- ``stored``: one run read back for the derivation (StoredRun) and its derived row and meta.json written (Derived).
 
 It imports nothing from the run side (runner, runtimes, shaping, sampling) nor from the derivation
 (harness/row/): both import it (tests/test_imports.py holds the directions).

@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime
 import io
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -17,10 +18,42 @@ from hdrh.log import HistogramLogReader, HistogramLogWriter
 
 from harness.store.safe import write_text_inside
 
-LOG_NAME = "latency.hlog"           # the tool's latencies (harness/suite/runner.py)
+LOG_NAME = "latency.hlog"           # the tool's latencies (harness/suite/run.py)
+LEGACY_HISTOGRAM_CSV = "latency-histogram.csv"   # what folders before the HdrHistogram log kept (read only)
 WIRE_LOG = "wire-latency.hlog"      # the wire's, with --capture (harness/network/capture.py)
 NS_PER_MS = 1_000_000
 LOWEST_NS, HIGHEST_NS, SIGNIFICANT_DIGITS = 1, 3_600 * 1_000 * NS_PER_MS, 3   # 1 ns .. 1 h, 0.1%
+
+
+@dataclass(frozen=True)
+class LatencyHistogram:
+    """A run's latencies as {ms: requests}, for merging several generators' runs (harness/row/merge.py)."""
+
+    counts: dict[float, int]
+    total: int          # requests it stands for; above sum(counts): only the lowest latencies are known
+    source: str         # where it came from
+
+
+def write_histogram(histogram: LatencyHistogram, folder: Path, resolution_ms: float | None = None,
+                    started_at: float = 0.0, duration_s: float = 0.0) -> dict:
+    """A part's latencies as an HdrHistogram log beside its output (the tool's own per-request data can be
+    large and some adapters drop it once read); returns what the part's record keeps about it."""
+    comments = [f"source: {histogram.source}", f"requests: {histogram.total} (recorded: {sum(histogram.counts.values())})"]
+    if resolution_ms is not None:
+        comments.append(f"the tool's timing resolution: {resolution_ms:g} ms")
+    name = write_log(histogram.counts, folder, comments, started_at, duration_s)
+    return {"file": name, "total": histogram.total, "source": histogram.source, "format": "hdrhistogram log, ns"}
+
+
+def read_histogram(folder: Path, stored: dict) -> LatencyHistogram:
+    """The histogram a part's record names (``stored``: what write_histogram returned), from ``folder``."""
+    path = folder / stored["file"]
+    if stored["file"] == LEGACY_HISTOGRAM_CSV:
+        rows = path.read_text().splitlines()[1:]
+        counts = {float(ms): int(count) for ms, count in (row.split(",") for row in rows)}
+    else:
+        counts = to_counts(read_log(path))
+    return LatencyHistogram(counts, total=stored["total"], source=stored["source"])
 
 
 def empty() -> HdrHistogram:

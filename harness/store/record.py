@@ -88,6 +88,7 @@ class PartRecord:
     histogram: dict | None = None      # several parts: the stored latency histogram (file, total, source) or its error
     error: str | None = None           # why this part did not run (an exception while starting it)
     containers: dict | None = None     # Docker: the generator's and the target's container ids (short)
+    spec: dict | None = None           # the RunSpec the tool was given (RunSpec.to_record); None: stored before it
 
 
 @dataclass
@@ -121,7 +122,10 @@ class RunRecord:
     error: str | None = None           # the run's failure outside the tool (a HarnessError, a crash)
     traceback: str | None = None
     parts: list[PartRecord] = field(default_factory=list)
-    phases_s: dict[str, float] = field(default_factory=dict)   # the wall time of each phase of the run (runner.Phases)
+    phases_s: dict[str, float] = field(default_factory=dict)   # the wall time of each phase of the run (run.Phases)
+    # The adapter's declarations the row reads (ToolAdapter.declarations()) as they were at run time; None: stored
+    # before they were recorded (the derivation takes today's adapter's).
+    declarations: dict | None = None
     schema_version: int = SCHEMA_VERSION
 
     @property

@@ -14,8 +14,9 @@ from pydantic import ValidationError
 from harness.errors import HarnessError
 from harness.network.capture import reparsed
 from harness.capacity.run import CAPACITY_JSON, replayed_capacity
-from harness.row import Derived, derive_stored
+from harness.row import derive_stored
 from harness.store.record import RECORD, RunRecord
+from harness.store.stored import Derived, load_run
 from harness.scenarios import Scenario, describe_error
 from harness.store.results import ResultsFolder, RunRow
 from harness.store.upgrade import RECORDS_SINCE, FutureSchema, upgrade_rows
@@ -36,10 +37,10 @@ def rederive(path: Path, adapters: dict[str, ToolAdapter]) -> tuple[list[RunRow]
         stored = _upgraded(path, folder.rows())
         _check_stored(path, stored, adapters)
         derived = [_derived(path, stored_row["run_dir"], adapters) for stored_row in stored]
-        rows = [one.row for _, one in derived]
-        capacity = replayed_capacity(folder, adapters, {one.row.run_dir: one.row for _, one in derived})
-        for run_dir, one in derived:
-            one.write(run_dir)
+        rows = [one.row for one in derived]
+        capacity = replayed_capacity(folder, adapters, {one.row.run_dir: one.row for one in derived})
+        for one in derived:
+            one.write()
         copy_inside(path, folder.runs_csv.name, "runs.csv.before-rederive")
         folder.replace(rows)
         if capacity is not None:
@@ -76,7 +77,7 @@ def _check_stored(path: Path, stored: list[dict[str, str]], adapters: dict[str, 
         raise HarnessError(f"no adapter for {', '.join(unknown)} in tools/: re-derive with the checkout that ran them")
 
 
-def _derived(path: Path, relative_run_dir: str, adapters: dict[str, ToolAdapter]) -> tuple[Path, Derived]:
+def _derived(path: Path, relative_run_dir: str, adapters: dict[str, ToolAdapter]) -> Derived:
     """One run derived again, written nowhere yet."""
     run_dir = inside(path, relative_run_dir, "a run's folder (runs.csv run_dir)")
     try:
@@ -94,7 +95,7 @@ def _derived(path: Path, relative_run_dir: str, adapters: dict[str, ToolAdapter]
         inside(path, str(Path(relative_run_dir) / part.folder), f"a part's folder ({RECORD} parts[].folder)")
     if record.capture:
         record.capture = reparsed(record.capture, run_dir)
-    return run_dir, derive_stored(record, adapters[record.tool], run_dir)
+    return derive_stored(load_run(record, run_dir), adapters[record.tool])
 
 
 def inside(root: Path, relative: str, what: str) -> Path:

@@ -13,6 +13,7 @@ import shutil
 import struct
 import traceback
 from abc import ABC, abstractmethod
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import ClassVar
 from xml.etree import ElementTree
@@ -21,6 +22,28 @@ from harness import stats
 from harness.store.figures import Metrics, figure_problems
 from harness.tools.manifest import read_manifest
 from harness.tools.output import LatencyHistogram, ParseError, RunSpec, ToolOutput
+
+
+@dataclass(frozen=True)
+class Declarations:
+    """What an adapter declares that its rows read (ToolAdapter's class attributes of the same names). record.json
+    keeps them as they were at run time (RunRecord.declarations): a folder derived again later reads its own."""
+    concurrency_model: str
+    timing_resolution_ms: float
+    co_corrected: bool
+    stops_timing_before_closing: bool
+    open_model: bool
+    rate_model: str
+    rate_co_corrected: bool
+
+    @classmethod
+    def of(cls, adapter: "ToolAdapter", recorded: dict | None = None) -> "Declarations":
+        """As ``recorded`` at run time; what it lacks (a record from before them: all), as ``adapter`` declares today."""
+        recorded = recorded or {}
+        return cls(**{f.name: recorded.get(f.name, getattr(adapter, f.name)) for f in fields(cls)})
+
+    def to_record(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 class ToolAdapter(ABC):

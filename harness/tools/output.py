@@ -3,11 +3,12 @@ its latencies as a histogram for merging (LatencyHistogram), and the error when 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.flows import Flow
+from harness.flows import FLOWS, Flow
+from harness.store.hdr import LatencyHistogram   # an adapter hands it over; the store keeps it
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,18 @@ class RunSpec:
     streams: int = 1             # HTTP/2: requests in flight per connection (vus / streams connections)
     flow: Flow | None = None     # issue 37: each VU runs this flow (log in, GET the API with the token), not GET url
     relogin_every: int | None = None   # the flow: log in again after this many GETs (None: once per VU)
+
+    def to_record(self) -> dict:
+        """The spec as the part's record keeps it (harness/store/record.py PartRecord.spec): the flow by its
+        name, without out_dir (the folder moves with the results; from_record is given where it is now)."""
+        fields = {**asdict(self), "flow": self.flow.name if self.flow else None}
+        del fields["out_dir"]
+        return fields
+
+    @classmethod
+    def from_record(cls, stored: dict, out_dir: Path) -> "RunSpec":
+        """The spec to_record stored, the tool's files in ``out_dir``."""
+        return cls(**{**stored, "out_dir": out_dir, "flow": FLOWS.get(stored.get("flow") or "")})
 
     @property
     def http2(self) -> bool:
@@ -67,15 +80,6 @@ class ToolOutput:
             return json.loads(path.read_bytes())
         except (ValueError, RecursionError) as exc:   # not JSON, not UTF-8 (a tool killed mid-write), nested too deep
             raise ParseError(f"{name} is not JSON: {type(exc).__name__}: {str(exc)[:200]}") from None
-
-
-@dataclass(frozen=True)
-class LatencyHistogram:
-    """A run's latencies as {ms: requests}, for merging several generators' runs (harness/row/merge.py)."""
-
-    counts: dict[float, int]
-    total: int          # requests it stands for; above sum(counts): only the lowest latencies are known
-    source: str         # where it came from
 
 
 class ParseError(Exception):
