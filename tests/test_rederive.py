@@ -257,7 +257,7 @@ def test_a_run_folder_leading_outside_the_results_folder_is_refused_and_nothing_
 
 
 def test_a_folder_a_suite_is_writing_is_refused_naming_the_suite(tmp_path, monkeypatch):
-    from harness.suite.lock import acquire, folder_lock, record_folder
+    from harness.store.lock import acquire, folder_lock, record_folder
     monkeypatch.setenv("LTH_LOCK_DIR", str(tmp_path / "lock"))      # never the machine's lock
     folder = copy(tmp_path)
     before = snapshot(folder)

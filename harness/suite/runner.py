@@ -34,7 +34,7 @@ from harness.store.results import ResultsFolder, RunRow, read_meta_row
 from harness.store.stall import StallRecord
 from harness.suite import preflight, stall
 from harness.suite.execution import execute, execute_together, split_evenly
-from harness.suite.lock import Held, acquire, folder_lock, record_folder
+from harness.store.lock import Held, acquire, folder_lock, record_folder
 from harness.suite.plan import Plan
 from harness.targets import Setup
 from harness.targets.file_server import Target, ensure_allowed
