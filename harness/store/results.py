@@ -79,10 +79,6 @@ class RunRow(Figures, RunSetup):
     tool_saturated: bool | None = column("the tool's CPU >= 90% of its cores over the load window")
     target_saturated: bool | None = column("Nginx's CPU >= 90% of its cores over the load window")
     req_per_cpu_s: float | None = column("requests / the tool's CPU-seconds in the load window")
-    # Kept for the header (runs.csv columns never move): memory per VU is a slope over a folder's VU levels now
-    # (analysis/memory.py, the report's scorecard); rows before 2026-11-27 hold the old ratio against a 1-VU run.
-    mem_per_vu_kb: float | None = column("always empty (kept for older folders, which held (mem_avg_mb - a 1-VU "
-                                         "run's RSS) / VUs): memory per VU is the report's slope (analysis/memory.py)")
     # Open model and the stall test (issue 13): harness/row/rate.py, harness/row/stall.py.
     rate_model: str = column("in a rate scenario: how the tool paced it (its options), or why it cannot", "")
     rate_target_rps: float | None = column("the arrival rate asked for (empty: closed model)")
@@ -101,8 +97,6 @@ class RunRow(Figures, RunSetup):
                                     "limits), not measured, n/a (docs/methodology.md: Who is the bottleneck)")
     lat_below_resolution: str | None = column("latency columns emptied because they were below the tool's timing "
                                               "resolution, a JSON list")
-    mem_baseline_mb: float | None = column("always empty (kept for older folders, which held the tool's RSS "
-                                           "in a 1-VU run of the same suite, MiB): see mem_per_vu_kb")
     wire_connect_ms: float | None = column("p50 (nearest rank) TCP handshake on the wire (client SYN to server "
                                            "SYN-ACK), ms: ~ the RTT when the shaper delays the handshake (netem), "
                                            "~0 when it does not (Toxiproxy)")
