@@ -66,7 +66,7 @@ def load_results(*folders: str | Path) -> pd.DataFrame:
     if "backend_delay_ms" not in df:
         df["backend_delay_ms"] = None
     df["label"] = _labels(df) if len(df) else []
-    # a run during which other processes took the sides' CPUs (harness/row/bottleneck.py's note): its figures
+    # a run during which other processes took the sides' CPUs (harness/row/bottleneck.py's note, CONTENDED): its figures
     # are marked wherever they are shown
     notes = df["notes"] if "notes" in df else pd.Series("", index=df.index)
     df["contended"] = notes.fillna("").astype(str).str.contains(CONTENDED, regex=False)
