@@ -180,7 +180,7 @@ def build(folders: list[Path], out: Path, svg: bool = False) -> Path:
         save(figure, out, name, svg)
         charts.append({"name": name, "caption": caption})
     ratios = runtime_ratios(df)
-    card = scorecard.build(df)
+    card = scorecard.build(df, scorecard.recorded_declarations(folders))
     scorecard.write_csv(card, out / "scorecard.csv")
     absent = scorecard.absent_columns(card)
     environments = [environment(f) for f in folders]

@@ -17,6 +17,7 @@ from harness.errors import HarnessError
 from harness.files import write_atomic
 from harness.store.figures import Figures, column
 from harness.store.record import SCHEMA_VERSION
+from harness.store.declarations import DECLARATIONS_JSON
 from harness.store.safe import empty_dir_inside, make_dir_inside, write_text_inside
 
 # unsupported: a rate scenario and a tool without an open model (the error says so); nothing ran.
@@ -24,7 +25,7 @@ STATUSES = ("ok", "failed", "timeout", "unsupported")
 ENVIRONMENT_JSON = "environment.json"
 # What a results folder (and its root) holds besides the scenario folders: no scenario id may take these names.
 RESERVED_NAMES = frozenset({"runs.csv", "runs.csv.tmp", "runs.csv.before-rederive", ENVIRONMENT_JSON, "capacity.json",
-                            "overhead.json", "report", "by-hand", "latest"})
+                            "overhead.json", DECLARATIONS_JSON, "report", "by-hand", "latest"})
 
 
 @dataclass

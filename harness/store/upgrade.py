@@ -13,7 +13,8 @@ The fixes, each of a folder written before its column or code existed (they were
 analysis/charts.py): the setup columns' defaults, limited_by's old values, limited_by where the row has none
 (the rule of harness/store/limits.py without the contention check, which needs the samples; a run that did not
 end ok, whose cell is withheld: n/a), lat_added_ms before --capture, the emptied-below-resolution note, repeat,
-and the retired columns, dropped. A row of a version newer than this checkout's is refused (FutureSchema):
+and the retired columns, dropped; the adapters' declarations of a folder written before declarations.json are
+today's (folder_declarations). A row of a version newer than this checkout's is refused (FutureSchema):
 reading it as today's would drop or misread what it holds.
 
 The retired columns (always empty in version 2) left runs.csv without a new version: a version-2 reader reads
@@ -22,9 +23,11 @@ their absence as the empty cells they held, so nothing is dropped or misread.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
+from harness.store.declarations import Declarations, read_declarations
 from harness.store.figures import emptied_cell
 from harness.store.limits import side
 from harness.store.record import SCHEMA_VERSION
@@ -94,6 +97,13 @@ def upgrade_header(header: Iterable[str]) -> list[str]:
     """A runs.csv header's columns as the current schema holds them: the retired ones out, schema_version in."""
     kept = [name for name in header if name not in RETIRED and name != COLUMN]
     return [*kept, COLUMN]
+
+
+def folder_declarations(folder: Path, today: Callable[[], Declarations]) -> Declarations:
+    """The adapters' declarations as ``folder``'s runs recorded them (harness/store/declarations.py); a folder
+    written before declarations.json: ``today``'s (this checkout's adapters, which may differ from its runs')."""
+    recorded = read_declarations(folder)
+    return today() if recorded is None else recorded
 
 
 def _fill_setup(row: dict[str, str]) -> None:
