@@ -26,7 +26,7 @@ from analysis.load import closed_model, scenario_order  # noqa: E402
 from analysis.memory import Slope, per_vu_slopes  # noqa: E402
 from analysis.uncertainty import NOT_MEASURABLE as FLAGGED, estimate  # noqa: E402
 from harness.cpus import parse_cpus  # noqa: E402
-from harness.row.bottleneck import SATURATED, side  # noqa: E402
+from harness.store.limits import SATURATED  # noqa: E402
 from harness.store.results import STATUSES  # noqa: E402
 
 OK = "ok"
@@ -428,10 +428,6 @@ def _runtime_status(runs: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, index=both.index, columns=["status", "colour"])
 
 
-def _bool(value: object) -> bool | None:
-    return None if pd.isna(value) else str(value).lower() == "true"
-
-
 def _cpus(column: pd.Series, all_cpus: pd.Series) -> pd.Series:
     """CPUs in a cpus_tool/cpus_target list ("0-1,3" -> 3); every CPU where the list is empty."""
     def count(text: object) -> float:
@@ -440,18 +436,13 @@ def _cpus(column: pd.Series, all_cpus: pd.Series) -> pd.Series:
 
 
 def with_limits(df: pd.DataFrame) -> pd.DataFrame:
-    """Each side's CPU as a share of its own CPUs, and which side limited the run."""
+    """Each side's CPU as a share of its own CPUs, beside the row's limited_by (every row has one as loaded:
+    harness/store/upgrade.py fills it in folders written before the column)."""
     df = df.assign(**{c: df[c] if c in df else np.nan
                       for c in ("cpus_tool", "cpus_target", "tool_saturated", "target_saturated", "limited_by")})
     cores = pd.to_numeric(df.get("env_cores"), errors="coerce")
     tool_cpus, target_cpus = _cpus(df["cpus_tool"], cores), _cpus(df["cpus_target"], cores)
-    # the row's own limited_by; folders written before that column: the same rule without the contention check
-    limits = [r.limited_by if isinstance(r.limited_by, str) else
-              side(_bool(r.tool_saturated), _bool(r.target_saturated), isinstance(r.cpus_tool, str) and bool(r.cpus_tool),
-                   r.cpu_avg_pct, r.target_cpu_pct, int(c) if pd.notna(c) else 0) if r.status == OK else "n/a"
-              for r, c in zip(df.itertuples(), cores)]
-    return df.assign(tool_cpu_share=df["cpu_avg_pct"] / tool_cpus, target_cpu_share=df["target_cpu_pct"] / target_cpus,
-                     limited_by=limits)
+    return df.assign(tool_cpu_share=df["cpu_avg_pct"] / tool_cpus, target_cpu_share=df["target_cpu_pct"] / target_cpus)
 
 
 def bottleneck(df: pd.DataFrame) -> plt.Figure:

@@ -259,7 +259,7 @@ RULES: dict[str, Callable[..., Verdict]] = {"rank": rank, "ceiling": ceiling, "a
                                             "runtime_ratio": runtime_ratio, "mem_per_vu": mem_per_vu,
                                             "constant_vus": constant_vus}
 
-# What a limited_by code says about a figure compared with the study's (harness/row/bottleneck.py SIDES).
+# What a limited_by code says about a figure compared with the study's (harness/store/limits.py SIDES).
 LIMITS = {"target": "Nginx's CPUs saturated: the target, not the tools, set the pace (the study's server had 4 cores)",
           "tool and target": "both sides' CPUs saturated",
           "shaper": "the shaped path (Toxiproxy: this kernel has no netem) capped the rate",

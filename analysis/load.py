@@ -7,8 +7,9 @@ One row per run, the columns of runs.csv (numbers as floats, empty cells as NaN:
 does not report stays missing, never 0), plus ``folder`` (the folder's name), ``label`` (what
 charts call it) and ``env_*`` columns from its environment.json.
 
-A latency at or below the tool's timing resolution (a whole-ms tool's 0 or 1) is no figure to
-compare: it becomes NaN, and ``<column>_below_res`` says "< res" (emptied by the runner) or "~res".
+A latency under or at the tool's timing resolution (a whole-ms tool's 0 or 1: harness/store/figures.py
+resolution_mark, the harness's rule too) is no figure to compare: it becomes NaN, and ``<column>_below_res``
+says "< res" (under: emptied by the harness) or "~res" (at the step).
 
 Each folder's rows are read through harness/store/upgrade.py, the one place older folders' rows become the
 current schema's (a row of a newer schema: FutureSchema, which the report prints in one line).
@@ -24,10 +25,10 @@ from typing import get_args, get_type_hints
 import numpy as np
 import pandas as pd
 
-from harness.row.bottleneck import CONTENDED
-from harness.store.figures import LATENCY_FIELDS, emptied_columns
+from harness.store.figures import AT_STEP, LATENCY_FIELDS, UNDER_STEP, emptied_columns, resolution_mark
+from harness.store.limits import CONTENDED
 from harness.store.results import RunRow
-from harness.store.upgrade import FutureSchema, upgrade_rows
+from harness.store.upgrade import FutureSchema, upgrade_header, upgrade_rows
 
 
 def _numeric(hint: object) -> bool:
@@ -53,8 +54,8 @@ def load_results(*folders: str | Path) -> pd.DataFrame:
         runs_csv = folder / "runs.csv"
         if not runs_csv.is_file():
             raise FileNotFoundError(f"{folder} has no runs.csv: is it a results folder?")
-        frame = read_runs(runs_csv)
         env = environment(folder)
+        frame = read_runs(runs_csv, _cores(env))
         frame["folder"] = folder.name
         for key in ENVIRONMENT_KEYS:
             frame[f"env_{key}"] = env.get(key)
@@ -65,27 +66,35 @@ def load_results(*folders: str | Path) -> pd.DataFrame:
     if "backend_delay_ms" not in df:
         df["backend_delay_ms"] = None
     df["label"] = _labels(df) if len(df) else []
-    # a run during which other processes took the sides' CPUs (harness/row/bottleneck.py's note): its figures
+    # a run during which other processes took the sides' CPUs (harness/row/bottleneck.py's note, CONTENDED): its figures
     # are marked wherever they are shown
     notes = df["notes"] if "notes" in df else pd.Series("", index=df.index)
     df["contended"] = notes.fillna("").astype(str).str.contains(CONTENDED, regex=False)
     return mask_below_resolution(df) if "timing_resolution_ms" in df else df
 
 
-def read_runs(runs_csv: Path) -> pd.DataFrame:
+def read_runs(runs_csv: Path, all_cpus: int = 0) -> pd.DataFrame:
     """One folder's runs.csv upgraded to the current schema (cells as strings, empty ones NaN); a row of a
-    newer schema: FutureSchema naming the file."""
+    newer schema: FutureSchema naming the file. ``all_cpus``: the machine's CPUs (environment.json's cores)."""
     with runs_csv.open(newline="") as handle:
         reader = csv.DictReader(handle)
         stored = list(reader)
         header = list(reader.fieldnames or [])
     try:
-        upgraded = upgrade_rows(stored)
+        upgraded = upgrade_rows(stored, all_cpus)
     except FutureSchema as exc:
         raise FutureSchema(f"{runs_csv}: {exc}") from None
-    named = dict.fromkeys([*header, *(name for row in upgraded.rows for name in row)])
+    named = dict.fromkeys([*upgrade_header(header), *(name for row in upgraded.rows for name in row)])
     columns = [name for name in named if name is not None]     # None: the cells of a row longer than the header
     return pd.DataFrame(upgraded.rows, columns=columns, dtype=str).replace({"": np.nan})
+
+
+def _cores(env: dict) -> int:
+    """environment.json's cores (0: not recorded or not a number)."""
+    try:
+        return int(float(env.get("cores")))
+    except (TypeError, ValueError):
+        return 0
 
 
 def default_setup(df: pd.DataFrame) -> pd.Series:
@@ -108,20 +117,29 @@ def _emptied(row: pd.Series) -> set[str]:
 
 
 def mask_below_resolution(df: pd.DataFrame) -> pd.DataFrame:
-    """Latencies the tool's clock cannot resolve become NaN (never drawn nor ranked as a number)."""
+    """Latencies the tool's clock cannot resolve (harness/store/figures.py resolution_mark) become NaN, never drawn
+    nor ranked as a number: ``<column>_below_res`` says "< res" (under the step: emptied by the harness) or "~res"
+    (at the step)."""
     emptied = df.apply(_emptied, axis=1) if len(df) else pd.Series([], dtype=object)
     resolution = df["timing_resolution_ms"]
     shown = resolution.map("{:g}".format).astype(object)
     for column in LATENCY:
-        below = emptied.map(lambda names: column in names).astype(bool)
-        at = (df[column] <= resolution) & ~below
+        marks = _resolution_marks(df[column], resolution)
+        named = emptied.map(lambda names: column in names).astype(bool)
+        under, at = named | (marks == UNDER_STEP), ~named & (marks == AT_STEP)
         df[f"{column}_below_res"] = None
-        df.loc[below, f"{column}_below_res"] = "< " + shown[below]
+        df.loc[under, f"{column}_below_res"] = "< " + shown[under]
         df.loc[at, f"{column}_below_res"] = "~" + shown[at]
-        df.loc[at, column] = float("nan")
+        df.loc[marks.notna(), column] = float("nan")
     if "lat_added_ms" in df:
         df.loc[df["lat_p50_ms"].isna(), "lat_added_ms"] = float("nan")  # p50 - RTT means nothing then
     return df
+
+
+def _resolution_marks(values: pd.Series, resolution: pd.Series) -> pd.Series:
+    """resolution_mark of each latency (NaN compares as no value)."""
+    return pd.Series([resolution_mark(value, step) for value, step in zip(values, resolution)], index=values.index,
+                     dtype=object)
 
 
 def _labels(df: pd.DataFrame) -> pd.Series:

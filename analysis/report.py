@@ -30,10 +30,10 @@ from analysis.figures import save
 from analysis.uncertainty import CV_LIMIT, NOT_MEASURABLE as FLAGGED, Estimate, rank
 from analysis.stall import EXPLANATION as STALL_EXPLANATION, stall_table, write_stall_chart
 from harness.errors import HarnessError
+from harness.store.lock import folder_lock
 from harness.store.safe import make_dir_inside, write_text_inside
 from harness.store.results import STATUSES
 from harness.store.upgrade import FutureSchema
-from harness.suite.lock import folder_lock
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 NO_CHART = {"docker_vs_host": "these results hold no run of the same tool and scenario in both runtimes",
@@ -180,7 +180,7 @@ def build(folders: list[Path], out: Path, svg: bool = False) -> Path:
         save(figure, out, name, svg)
         charts.append({"name": name, "caption": caption})
     ratios = runtime_ratios(df)
-    card = scorecard.build(df)
+    card = scorecard.build(df, scorecard.recorded_declarations(folders))
     scorecard.write_csv(card, out / "scorecard.csv")
     absent = scorecard.absent_columns(card)
     environments = [environment(f) for f in folders]

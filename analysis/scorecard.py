@@ -10,7 +10,7 @@ from __future__ import annotations
 import csv
 import functools
 import io
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,7 +22,9 @@ from analysis.load import closed_model, default_setup
 from analysis.numbers import number
 from analysis.stall import stall_rows, verdict as stall_verdict
 from analysis.uncertainty import CV_LIMIT, Estimate, estimate, rank
+from harness.store.declarations import Declarations, declared_by
 from harness.store.safe import write_text_inside
+from harness.store.upgrade import folder_declarations
 
 NO_REPEATS = "one run: no spread (REPEAT=3 or more)"
 ALL_LEVELS_OK = "ok at every VU level tried"
@@ -362,19 +364,30 @@ def _measured_change(runs: pd.DataFrame, changed: pd.Series, baseline: pd.Series
     return None
 
 
-def adapter_declarations(tool: str) -> tuple[bool, str] | None:
-    adapter = _adapters().get(tool)
-    return (adapter.open_model, adapter.rate_model) if adapter else None
-
-
-def declared_feature(feature: str) -> Callable[[str], bool | str | None]:
-    return lambda tool: getattr(_adapters()[tool], feature) if tool in _adapters() else None
-
-
 @functools.cache
-def _adapters() -> dict:
+def todays_declarations() -> Declarations:
+    """This checkout's adapters' declarations: what a folder written before declarations.json reads."""
     from harness.tools.registry import discover     # reads each adapter's class attributes; starts nothing
-    return discover()
+    return {tool: declared_by(adapter) for tool, adapter in discover().items()}
+
+
+def recorded_declarations(folders: Iterable[Path]) -> Declarations:
+    """Each tool's declarations as the first folder holding them recorded them (harness/store/upgrade.py
+    folder_declarations: today's adapters' for a folder written before declarations.json)."""
+    merged: Declarations = {}
+    for folder in folders:
+        for tool, declared in folder_declarations(folder, todays_declarations).items():
+            merged.setdefault(tool, declared)
+    return merged
+
+
+def rate_declarations(declarations: Declarations) -> Callable[[str], tuple[bool, str] | None]:
+    return lambda tool: (declarations[tool]["open_model"], declarations[tool]["rate_model"]) \
+        if tool in declarations else None
+
+
+def declared_feature(declarations: Declarations, feature: str) -> Callable[[str], bool | str | None]:
+    return lambda tool: declarations[tool][feature] if tool in declarations else None
 
 
 def _missing(column: str, df: pd.DataFrame) -> str:
@@ -394,16 +407,18 @@ def _missing(column: str, df: pd.DataFrame) -> str:
     return "no ok closed-model run"
 
 
-def build(df: pd.DataFrame, declarations=adapter_declarations) -> list[dict]:
-    """One dict per tool label: {column: Cell} plus "tool" and "sentence"."""
+def build(df: pd.DataFrame, declarations: Declarations | None = None) -> list[dict]:
+    """One dict per tool label: {column: Cell} plus "tool" and "sentence". ``declarations``: the adapters' as the
+    results folders recorded them (recorded_declarations; None: today's adapters')."""
+    declarations = todays_declarations() if declarations is None else declarations
     highest = max_vus_cells(df)
     columns = {"req_per_cpu_s": throughput_cells(df), "added_ms": added_cells(df), "max_vus_ok": highest,
                "p50_error_ms": wire_error_cells(df, "tool_error_p50_ms"),
                "p99_error_ms": wire_error_cells(df, "tool_error_p99_ms"),
                "stall": stall_cells(df), "mem_per_vu_kb": mem_cells(df),
-               "rps_cv": stability_cells(df), "open_model": open_model_cells(df, declarations),
-               **{feature: feature_cells(df, feature, declared_feature(feature)) for feature in FEATURES},
-               "login_flow": flow_cells(df, declared_feature("login_flow"))}
+               "rps_cv": stability_cells(df), "open_model": open_model_cells(df, rate_declarations(declarations)),
+               **{feature: feature_cells(df, feature, declared_feature(declarations, feature)) for feature in FEATURES},
+               "login_flow": flow_cells(df, declared_feature(declarations, "login_flow"))}
     missing = {column: _missing(column, df) for column in columns}
     rows = []
     for label in sorted(df["label"].unique()):

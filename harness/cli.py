@@ -17,9 +17,9 @@ from harness.errors import HarnessError
 from harness.network.shaping import SHAPERS
 from harness.runtimes import GENERATORS_NEED_A_TARGET_HOST, RUNTIMES
 from harness.runtimes import swarm_options
+from harness.store.lock import TESTHOST, acquire, wait_s
 from harness.store.results import ResultsFolder
 from harness.suite.cleanup import clean_state
-from harness.suite.lock import TESTHOST, acquire, wait_s
 from harness.suite.runner import Plan, run_suite
 
 if TYPE_CHECKING:
@@ -28,7 +28,7 @@ from harness.tools import capabilities, registry
 
 
 INTERNAL = ("list-tools", "install-folders", "target-packages", "build-images")   # callable, not in `lth --help`
-LOCKING_COMMANDS = ("run", "capacity", "host-vs-docker", "clean-state", "build-images")     # the ones that take the machine's lock (harness/suite/lock.py)
+LOCKING_COMMANDS = ("run", "capacity", "host-vs-docker", "clean-state", "build-images")     # the ones that take the machine's lock (harness/store/lock.py)
 
 
 class _Parser(argparse.ArgumentParser):

@@ -12,7 +12,7 @@ filesystem and the pids are shared, so every "host" has the same nginx and /opt/
 Nothing under /etc/ssh is read or changed: every sshd gets its own config, keys and pid file in a
 temp folder (/tmp/lth-testhost-*), which goes with everything else when the block ends (also on
 Ctrl-C). One set of test hosts at a time per machine (the addresses are fixed): a lock says so
-(harness/suite/lock.py).
+(harness/store/lock.py).
 
 With ``docker=True`` every host also runs a Docker engine of its own (Debian's dockerd, its data,
 exec root and socket in that folder, in the host's network namespace and a mount namespace of its
@@ -37,7 +37,7 @@ from harness import PREFIX
 from harness.errors import HarnessError
 from harness.processes import run, signal_pids, signals_deferred
 from harness.runtimes.ssh import SshHost
-from harness.suite.lock import TESTHOST, acquire
+from harness.store.lock import TESTHOST, acquire
 
 # 198.18.0.0/30 is the host runtime's veth, 198.18.1.0/24 the Docker runtime's network.
 LAN, PREFIX_LEN = "198.18.2", 24

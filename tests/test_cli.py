@@ -85,7 +85,7 @@ def test_list_tools_shows_each_adapter():
 
 @pytest.mark.e2e
 def test_a_held_lock_is_one_line_naming_its_holder_and_no_report(tmp_path):
-    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from harness.suite.lock import acquire; "
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from harness.store.lock import acquire; "
                                "lock = acquire(); print('held', flush=True); time.sleep(120)"],
                               cwd=REPO, stdout=subprocess.PIPE, text=True)
     try:

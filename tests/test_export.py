@@ -12,6 +12,7 @@ from prometheus_client.openmetrics.parser import text_string_to_metric_families
 
 from analysis import export
 from harness.store import hdr
+from harness.store.upgrade import RETIRED
 from conftest import REPO
 
 QUICK3 = sorted((REPO / "tests" / "fixtures" / "scorecard").glob("*"))
@@ -46,6 +47,9 @@ def test_every_row_is_valid_and_equals_runs_csv(exported):
     assert len(rows) == len(stored) and all(validator.is_valid(r) for r in rows)
     for row, csv_row in zip(rows, stored):
         for column, text in csv_row.items():
+            if column in RETIRED:                  # an older folder's retired column (harness/store/upgrade.py)
+                assert column not in row, column
+                continue
             value = row[column]
             if text == "":
                 assert value is None or value == "", column

@@ -46,7 +46,7 @@ def test_a_planted_circle_is_found():
         TopologicalSorter(graph).prepare()
 
 
-# --- layers (issue 36): each package may import only the ones below it ---------------------------------------
+# --- layers (issue 36): each package may import only the ones below it; analysis/ too (issue 50.2) ------------
 # The run writes the stored run and the derivation reads it: harness/row/ imports nothing of the run side
 # (sampling, runtimes, network, suite), and the run side nothing of harness/row/.
 SHARED = {"harness", "harness.cpus", "harness.environment", "harness.errors", "harness.failure", "harness.files",
@@ -62,13 +62,18 @@ PACKAGE_LAYERS = {"harness.store": "store", "harness.targets": "shared", "harnes
 def layer(module: str) -> str:
     if module in ORCHESTRATORS:
         return "orchestration"
+    if module == "analysis" or module.startswith("analysis."):
+        return "analysis"
     if module in SHARED or not module.startswith("harness"):
         return "shared"
     package = next(p for p in PACKAGE_LAYERS if module == p or module.startswith(p + "."))
     return PACKAGE_LAYERS[package]
 
 
+# analysis/ reads what a run stored (issue 50.2): never how a run was made or its row derived (harness/row,
+# harness/suite, the run side); the commands (orchestration) call it.
 BELOW = {"shared": {"store"}, "store": set(), "tools": {"store"}, "derivation": {"tools", "store"},
+         "analysis": {"tools", "store"},
          "sampling": {"store"}, "capacity": {"store"}, "runtimes": {"tools", "sampling", "store"},
          "network": {"runtimes", "tools", "sampling", "store"},
          "suite": {"network", "runtimes", "tools", "sampling", "store"}}
@@ -79,16 +84,25 @@ ALLOWED = {name: {name, "shared", *below} for name, below in BELOW.items()} | {"
 def wrong_arrows(graph: dict[str, set[str]]) -> list[str]:
     return sorted(f"{module} ({layer(module)}) imports {imported} ({layer(imported)})"
                   for module, imports in graph.items() for imported in imports
-                  if module.startswith("harness") and layer(imported) not in ALLOWED[layer(module)])
+                  if module.startswith(PACKAGES) and layer(imported) not in ALLOWED[layer(module)])
 
 
 def test_each_package_imports_only_the_ones_below_it():
     assert wrong_arrows(import_graph()) == []
 
 
+def test_analysis_imports_nothing_of_the_row_nor_the_suite():
+    graph = import_graph()
+    reached = {imported for module, imports in graph.items() if layer(module) == "analysis" for imported in imports}
+    assert not {m for m in reached if m.startswith(("harness.row", "harness.suite"))}
+
+
 @pytest.mark.parametrize(("module", "imported"), [("harness.row.bottleneck", "harness.sampling"),
                                                    ("harness.suite.execution", "harness.row"),
-                                                   ("harness.store.record", "harness.row.usage")])
+                                                   ("harness.store.record", "harness.row.usage"),
+                                                   ("analysis.charts", "harness.row.bottleneck"),
+                                                   ("analysis.report", "harness.suite.runner"),
+                                                   ("harness.store.upgrade", "analysis.load")])
 def test_a_planted_wrong_import_is_named(module, imported):
     graph = import_graph()
     graph[module] = graph[module] | {imported}

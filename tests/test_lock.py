@@ -1,4 +1,4 @@
-"""The machine's lock (harness/suite/lock.py), in a temporary lock folder (LTH_LOCK_DIR), never the machine's:
+"""The machine's lock (harness/store/lock.py), in a temporary lock folder (LTH_LOCK_DIR), never the machine's:
 a benchmark may hold that one. What a planted symlink or a folder that is not ours gets, what a bad
 LTH_LOCK_WAIT_S gets, what a waiting run says, and clean-state under a held lock."""
 import os
@@ -8,7 +8,7 @@ import pytest
 
 from harness import cli
 from harness.errors import HarnessError
-from harness.suite import lock
+from harness.store import lock
 
 
 @pytest.fixture(autouse=True)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.store.upgrade import LEGACY_SIDES
+from harness.store.upgrade import LEGACY_SIDES, RETIRED
 from harness.row.usage import growth, resident
 from harness.store.figures import emptied_cell, emptied_columns
 from harness.store.record import SCHEMA_VERSION
@@ -52,9 +52,13 @@ SETUP_DEFAULTS = {"target": "nginx", "keepalive": True, "tls": False, "protocol"
 # Derived otherwise since STORED was written. Issue 35: a frame with RSS 0 (the tool exiting) is no memory
 # reading; k6's last frame at vu100-rtt50, after its load window, was its mem_startup_peak_mb (0.0).
 CORRECTED = {"vu100-rtt50/k6": {"mem_startup_peak_mb": None}}
-# Emptied since 2026-11-27: they came from the 1-VU baseline run, no longer read (memory per VU is a slope:
-# analysis/memory.py); meta.json holds no mem_baseline_1vu.
-RETIRED = {"mem_per_vu_kb": None, "mem_baseline_mb": None}
+# Emptied since 2026-11-27 (they came from the 1-VU baseline run, no longer read: memory per VU is a slope,
+# analysis/memory.py), out of the row since 2026-11-28 (harness/store/upgrade.py RETIRED); meta.json holds no
+# mem_baseline_1vu.
+
+
+def unretired(row: dict) -> dict:
+    return {name: value for name, value in row.items() if name not in RETIRED}
 
 
 def grown(run_dir: str, samples: str = "samples.csv") -> float | None:
@@ -76,7 +80,7 @@ def added(run_dir: str) -> dict:
     usage = meta.get("target_usage", {})
     return {**dict.fromkeys(ADDED_SINCE), **SETUP_DEFAULTS,
             "shaper_cpu_pct": usage.get("toxiproxy", {}).get("cpu_avg_pct"), "mem_growth_mb_per_s": grown(run_dir),
-            **RETIRED, **CORRECTED.get(run_dir, {}), **recoded(meta["row"]), "schema_version": SCHEMA_VERSION}
+            **CORRECTED.get(run_dir, {}), **recoded(meta["row"]), "schema_version": SCHEMA_VERSION}
 
 
 def stored_runs_csv() -> bytes:
@@ -84,9 +88,9 @@ def stored_runs_csv() -> bytes:
     with (STORED / "runs.csv").open(newline="") as handle:
         rows = list(csv.DictReader(handle))
     written = io.StringIO(newline="")
-    writer = csv.DictWriter(written, [*rows[0], *ADDED_SINCE])
+    writer = csv.DictWriter(written, [*unretired(rows[0]), *ADDED_SINCE])
     writer.writeheader()
-    writer.writerows({**row, **{name: _cell(v) for name, v in added(row["run_dir"]).items()}} for row in rows)
+    writer.writerows({**unretired(row), **{name: _cell(v) for name, v in added(row["run_dir"]).items()}} for row in rows)
     return written.getvalue().encode()
 
 
@@ -107,7 +111,7 @@ def stored_meta(meta: Path) -> dict:
     usage = {name: {**group, "mem_frames_dropped": 0, "mem_growth_mb_per_s": grown(run_dir, f"samples-{name}.csv"),
                     "check_next_top_mb": None}
              for name, group in stored.get("target_usage", {}).items()}
-    return {**stored, "row": {**stored["row"], **added(run_dir)}, **({"target_usage": usage} if usage else {}),
+    return {**stored, "row": {**unretired(stored["row"]), **added(run_dir)}, **({"target_usage": usage} if usage else {}),
             "memory_check": checked(run_dir, stored["memory_check"]["method"]), "overtime_s": 0.0,
             "schema_version": SCHEMA_VERSION}
 
@@ -257,7 +261,7 @@ def test_a_run_folder_leading_outside_the_results_folder_is_refused_and_nothing_
 
 
 def test_a_folder_a_suite_is_writing_is_refused_naming_the_suite(tmp_path, monkeypatch):
-    from harness.suite.lock import acquire, folder_lock, record_folder
+    from harness.store.lock import acquire, folder_lock, record_folder
     monkeypatch.setenv("LTH_LOCK_DIR", str(tmp_path / "lock"))      # never the machine's lock
     folder = copy(tmp_path)
     before = snapshot(folder)

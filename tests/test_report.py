@@ -496,7 +496,7 @@ def test_an_error_a_tool_text_or_an_environment_value_holding_markup_is_shown_es
 
 
 def test_a_folder_a_suite_is_writing_gets_no_report_and_one_line_naming_the_suite(tmp_path, monkeypatch, capsys):
-    from harness.suite.lock import acquire, folder_lock, record_folder
+    from harness.store.lock import acquire, folder_lock, record_folder
     monkeypatch.setenv("LTH_LOCK_DIR", str(tmp_path / "lock"))      # never the machine's lock
     folder = tmp_path / HOST.name
     shutil.copytree(HOST, folder)

@@ -1,7 +1,10 @@
 """The scorecard (analysis/scorecard.py) built from real stored results folders, and the report's first
 screen in headless Chromium."""
 import csv
+import json
 import re
+import shutil
+from types import SimpleNamespace
 
 import pandas as pd
 import pytest
@@ -10,6 +13,7 @@ from analysis import load_results, scorecard
 from analysis.charts import with_limits
 from analysis.report import build
 from conftest import REPO
+from harness.store.declarations import DECLARATIONS_JSON, DECLARED, read_declarations, write_declarations
 
 SAMPLE = sorted((REPO / "results" / "sample").iterdir())        # host and Docker, wrk and ab, 2 repetitions
 STALL = REPO / "tests" / "fixtures" / "openmodel" / "stall-results"    # open-model suite, 18 tools, 1 run
@@ -169,3 +173,27 @@ def test_http2_is_in_every_tools_column_but_in_a_sentence_only_where_an_http2_sc
     df.loc[df.index[:1], "protocol"] = "h2c"                 # one row of an HTTP/2 scenario
     said = {r["tool"]: r["sentence"] for r in scorecard.build(df)}
     assert "no h2c" in said[next(t for t in said if t.startswith("wrk"))]
+
+
+def test_the_capabilities_are_the_folders_as_recorded_else_todays(tmp_path):
+    """Issue 50.2: a folder's declarations.json (what its runs' adapters declared) is what its scorecard says, not
+    today's adapters; a folder written before it reads today's through harness/store/upgrade.py."""
+    folder = tmp_path / SAMPLE[0].name
+    shutil.copytree(SAMPLE[0], folder)
+    today = scorecard.todays_declarations()
+    assert read_declarations(folder) is None and scorecard.recorded_declarations([folder]) == today
+    then = {"wrk": {**today["wrk"], "tls": "not wired in this adapter yet", "open_model": True}}
+    write_declarations(folder, {"wrk": SimpleNamespace(**then["wrk"])})
+    assert read_declarations(folder) == then
+    rows = {r["tool"]: r for r in scorecard.build(with_limits(load_results(folder)),
+                                                   scorecard.recorded_declarations([folder]))}
+    assert rows["wrk"]["tls"].text == "no" and rows["wrk"]["open_model"].text == "yes"
+    assert rows["ab"]["tls"].text.startswith("unknown: no adapter")          # not recorded in this folder
+    assert {r["tool"]: r["tls"].text for r in card([folder])}["wrk"].startswith("yes")   # today's wrk: TLS
+
+
+def test_a_recorded_declaration_of_the_wrong_type_is_no_declaration(tmp_path):
+    (tmp_path / DECLARATIONS_JSON).write_text(json.dumps({"wrk": {"tls": 1}, "ab": dict.fromkeys(DECLARED, True)}))
+    assert read_declarations(tmp_path) == {"ab": dict.fromkeys(DECLARED, True)}
+    (tmp_path / DECLARATIONS_JSON).write_text("[1, 2]")
+    assert read_declarations(tmp_path) is None

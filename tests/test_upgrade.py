@@ -15,7 +15,7 @@ import pytest
 from analysis.load import load_results
 from harness.store.record import SCHEMA_VERSION
 from harness.store.results import COLUMNS, ResultsFolder, RunRow, read_meta_row, write_meta
-from harness.store.upgrade import FutureSchema, upgrade_row, upgrade_rows, version_of
+from harness.store.upgrade import RETIRED, FutureSchema, upgrade_header, upgrade_row, upgrade_rows, version_of
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "tests" / "fixtures"
@@ -45,18 +45,32 @@ def test_a_row_without_the_column_is_version_1_and_upgrades_to_the_current():
     ({"lat_added_ms": "0.3", "wire_p50_ms": "1.2"}, "lat_added_ms", "0.3"),
     ({"notes": "lat_min_ms below the 1 ms timing resolution, left empty: lat_min_ms, lat_p50_ms"},
      "lat_below_resolution", '["lat_min_ms", "lat_p50_ms"]'),
-    ({"mem_per_vu_kb": "20.5"}, "mem_per_vu_kb", ""),                                  # retired: a 1-VU run's ratio
     ({"target": "haproxy", "repeat": "3"}, "target", "haproxy"),
+    ({"status": "failed"}, "limited_by", "n/a"),                                       # a failed run's cell: withheld
+    ({"status": "ok", "tool_saturated": "True", "target_saturated": "False"}, "limited_by", "tool"),
+    ({"status": "ok", "tool_saturated": "False", "target_saturated": "False", "cpu_avg_pct": "120",
+      "target_cpu_pct": "70"}, "limited_by", "shared CPUs"),                           # no isolation, 2 CPUs
+    ({"status": "ok", "tool_saturated": "False", "target_saturated": "False", "cpus_tool": "0",
+      "cpu_avg_pct": "120", "target_cpu_pct": "70"}, "limited_by", "neither"),
+    ({"status": "ok"}, "limited_by", "not measured"),
 ])
 def test_each_legacy_fix_is_made_once_in_the_upgrade(cells, column, expected):
     row = old_row(**cells)
-    assert upgrade_row(row)[column] == expected
+    assert upgrade_row(row, all_cpus=2)[column] == expected
     assert row == old_row(**cells)                                                    # the input is untouched
+
+
+@pytest.mark.parametrize("version", ["", "2"])
+def test_the_retired_columns_leave_the_row_and_the_header(version):
+    row = old_row(mem_per_vu_kb="20.5", mem_baseline_mb="3.1", schema_version=version)
+    assert not set(RETIRED) & set(upgrade_row(row))
+    assert upgrade_header(["tool", "mem_per_vu_kb", "limited_by", "mem_baseline_mb"]) == \
+        ["tool", "limited_by", "schema_version"]
 
 
 def test_a_current_row_is_left_as_written():
     row = {"tool": "wrk", "limited_by": "neither", "lat_added_ms": "0.2", "wire_p50_ms": "", "schema_version": "2",
-           "target": "", "mem_per_vu_kb": ""}
+           "target": ""}
     assert upgrade_row(row) == row
 
 
@@ -88,7 +102,7 @@ def test_an_old_folder_loads_through_the_upgrade():
         stored = list(csv.DictReader(handle))
     assert "schema_version" not in stored[0] and any(r["limited_by"].startswith("neither (") for r in stored)
     assert not frame["limited_by"].fillna("").str.contains(r"\(").any()
-    assert frame["mem_per_vu_kb"].isna().all()
+    assert not set(RETIRED) & set(frame.columns)
 
 
 def report(folder: Path, out: Path | None = None) -> subprocess.CompletedProcess:

@@ -19,19 +19,9 @@ from dataclasses import asdict
 
 from harness.cpus import CpuSplit, format_cpus, parse_cpus
 from harness.row.usage import Usage, busy_pct, check_span, summarise
+from harness.store.limits import CONTENDED, SATURATED, side
 from harness.store.record import Execution
 from harness.store.results import RunRow
-
-SATURATED = 0.9    # share of a side's CPUs, averaged over the load window
-# The limited_by codes and what each means (the README's column table; the report shows the code).
-SIDES = {"tool": "the tool's CPUs saturated", "target": "the target's CPUs saturated",
-         "tool and target": "both sides' CPUs saturated",
-         "shaper": "the shaped path (Toxiproxy) was slower under the load and the run fell short of VUs / RTT",
-         "shared CPUs": "no isolation: tool and target together saturated every CPU",
-         "other processes": "other processes on the machine took the sides' CPUs (CPUs contended)",
-         "neither": "neither side saturated: the RTT, or the tool's own limits (e.g. one thread)",
-         "not measured": "no CPU samples", "n/a": "the run did not end ok"}
-CONTENDED = "CPUs contended"   # the note's opening words
 
 
 def saturated(cpu_pct: float | None, cpus: int) -> bool | None:
@@ -47,32 +37,11 @@ def req_per_cpu_s(requests: int | None, cpu_pct: float | None, window_s: float |
 
 
 def limited_by(row: RunRow, all_cpus: int, contended: bool = False) -> str:
-    """Which side limited the run: a code of SIDES (the row's limited_by column)."""
+    """Which side limited the run: a code of harness/store/limits.py SIDES (the row's limited_by column)."""
     if row.status != "ok":
         return "n/a"
     return side(row.tool_saturated, row.target_saturated, bool(row.cpus_tool), row.cpu_avg_pct,
                 row.target_cpu_pct, all_cpus, contended, shaper_capped(row))
-
-
-def side(tool_saturated: bool | None, target_saturated: bool | None, isolated: bool, cpu_pct: float | None,
-         target_cpu_pct: float | None, all_cpus: int, contended: bool = False, capped_by_shaper: bool = False) -> str:
-    """The rule behind limited_by, on plain values (the report applies it to folders written before that column)."""
-    if tool_saturated and target_saturated:
-        return "tool and target"
-    if tool_saturated:
-        return "tool"
-    if target_saturated:
-        return "target"
-    if tool_saturated is None and target_saturated is None:
-        return "not measured"
-    if capped_by_shaper:
-        return "shaper"
-    if not isolated and cpu_pct is not None and target_cpu_pct is not None \
-            and cpu_pct + target_cpu_pct >= SATURATED * 100 * all_cpus:
-        return "shared CPUs"
-    if contended:
-        return "other processes"
-    return "neither"
 
 
 def fill_shaper(row: RunRow, under_load: dict | None, duration_s: float) -> dict:

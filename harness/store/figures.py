@@ -57,11 +57,24 @@ LATENCY_FIELDS = tuple(f.name for f in fields(Figures) if f.name.startswith("lat
 TIMED_FIELDS = tuple(f.name for f in fields(Metrics) if f.name.startswith("lat_"))
 
 
+UNDER_STEP, AT_STEP = "<", "~"
+
+
+def resolution_mark(value: float | None, resolution_ms: float | None) -> str | None:
+    """The one below-resolution rule (issue 50.2), for the row and the report alike. A latency under the tool's clock
+    step is no figure (a whole-ms tool's 0 means "under 1 ms", not 0 ms): UNDER_STEP, the row leaves it empty. One
+    at the step is a figure no finer than the step (a whole-ms tool's 1): AT_STEP, the row keeps it and the report
+    shows "~step", never drawing nor ranking it. None: a figure (or no value, or no known step)."""
+    if value is None or resolution_ms is None:
+        return None
+    if value < resolution_ms:
+        return UNDER_STEP
+    return AT_STEP if value == resolution_ms else None
+
+
 def below_resolution(metrics: Metrics, resolution_ms: float) -> Metrics:
-    """Empty every latency figure smaller than the tool's clock step (a whole-ms tool's 0 means
-    "under 1 ms", not 0 ms), naming them in a note."""
-    hidden = [name for name in TIMED_FIELDS
-              if getattr(metrics, name) is not None and getattr(metrics, name) < resolution_ms]
+    """Empty every latency figure under the tool's clock step (resolution_mark), naming them in a note."""
+    hidden = [name for name in TIMED_FIELDS if resolution_mark(getattr(metrics, name), resolution_ms) == UNDER_STEP]
     for name in hidden:
         setattr(metrics, name, None)
     if hidden:

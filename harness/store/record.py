@@ -115,7 +115,6 @@ class RunRecord:
     target: dict | None = None         # the running stack: target_stack, target_version (Runtime.target_facts)
     stall: dict | None = None          # StallRecord's fields as it happened
     shaper_load: dict | None = None    # Toxiproxy: the RTT probed during the load (shaping.loaded_probe)
-    baseline: str | None = None        # records before 2026-11-27: a 1-VU run's folder; no longer read (analysis/memory.py)
     capture: dict | None = None        # --capture: the wire summary (or why there is none)
     unrunnable: str | None = None      # unsupported/failed before anything ran: the reason
     unrunnable_status: str | None = None

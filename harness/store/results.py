@@ -17,6 +17,7 @@ from harness.errors import HarnessError
 from harness.files import write_atomic
 from harness.store.figures import Figures, column
 from harness.store.record import SCHEMA_VERSION
+from harness.store.declarations import DECLARATIONS_JSON
 from harness.store.safe import empty_dir_inside, make_dir_inside, write_text_inside
 
 # unsupported: a rate scenario and a tool without an open model (the error says so); nothing ran.
@@ -24,7 +25,7 @@ STATUSES = ("ok", "failed", "timeout", "unsupported")
 ENVIRONMENT_JSON = "environment.json"
 # What a results folder (and its root) holds besides the scenario folders: no scenario id may take these names.
 RESERVED_NAMES = frozenset({"runs.csv", "runs.csv.tmp", "runs.csv.before-rederive", ENVIRONMENT_JSON, "capacity.json",
-                            "overhead.json", "report", "by-hand", "latest"})
+                            "overhead.json", DECLARATIONS_JSON, "report", "by-hand", "latest"})
 
 
 @dataclass
@@ -79,10 +80,6 @@ class RunRow(Figures, RunSetup):
     tool_saturated: bool | None = column("the tool's CPU >= 90% of its cores over the load window")
     target_saturated: bool | None = column("Nginx's CPU >= 90% of its cores over the load window")
     req_per_cpu_s: float | None = column("requests / the tool's CPU-seconds in the load window")
-    # Kept for the header (runs.csv columns never move): memory per VU is a slope over a folder's VU levels now
-    # (analysis/memory.py, the report's scorecard); rows before 2026-11-27 hold the old ratio against a 1-VU run.
-    mem_per_vu_kb: float | None = column("always empty (kept for older folders, which held (mem_avg_mb - a 1-VU "
-                                         "run's RSS) / VUs): memory per VU is the report's slope (analysis/memory.py)")
     # Open model and the stall test (issue 13): harness/row/rate.py, harness/row/stall.py.
     rate_model: str = column("in a rate scenario: how the tool paced it (its options), or why it cannot", "")
     rate_target_rps: float | None = column("the arrival rate asked for (empty: closed model)")
@@ -101,8 +98,6 @@ class RunRow(Figures, RunSetup):
                                     "limits), not measured, n/a (docs/methodology.md: Who is the bottleneck)")
     lat_below_resolution: str | None = column("latency columns emptied because they were below the tool's timing "
                                               "resolution, a JSON list")
-    mem_baseline_mb: float | None = column("always empty (kept for older folders, which held the tool's RSS "
-                                           "in a 1-VU run of the same suite, MiB): see mem_per_vu_kb")
     wire_connect_ms: float | None = column("p50 (nearest rank) TCP handshake on the wire (client SYN to server "
                                            "SYN-ACK), ms: ~ the RTT when the shaper delays the handshake (netem), "
                                            "~0 when it does not (Toxiproxy)")

@@ -47,8 +47,8 @@ from harness import PREFIX, REPO_ROOT, TARGET_DIR, TOOLS_DIR
 from harness.cpus import CpuSplit, choose_split, format_cpus
 from harness.errors import HarnessError
 from harness.scenarios import Scenario, select
+from harness.store.lock import Held, acquire
 from harness.store.results import utc_stamp
-from harness.suite.lock import Held, acquire
 from harness.suite.plan import Plan
 from harness.suite.runner import run_suite
 from harness.targets import FILE_SERVER

@@ -21,7 +21,7 @@ from harness.scenarios import Scenario, describe_error
 from harness.store.results import ResultsFolder, RunRow
 from harness.store.upgrade import RECORDS_SINCE, FutureSchema, upgrade_rows
 from harness.store.safe import UnsafePath, copy_inside, links_on_the_way, relative_parts
-from harness.suite.lock import folder_lock
+from harness.store.lock import folder_lock
 from harness.tools.adapter import ToolAdapter
 
 

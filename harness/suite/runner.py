@@ -24,7 +24,7 @@ from harness.store.results import ResultsFolder, RunRow, read_meta_row
 from harness.store.stored import Derived
 from harness.suite import preflight
 from harness.suite.console import Eta, announce, console, overhead, summarise
-from harness.suite.lock import Held, acquire, folder_lock, record_folder
+from harness.store.lock import Held, acquire, folder_lock, record_folder
 from harness.suite.plan import Plan
 from harness.suite.resume import RunKey, open_folder
 from harness.suite.run import Run, RunSettings
