@@ -252,3 +252,7 @@ def test_the_runspec_and_the_declarations_are_stored_with_the_run_and_read_back(
     assert spec.url == record["parts"][0]["url"] and spec.to_record() == record["parts"][0]["spec"]
     tool = next(t for t in TOOLS if t.name == "fake-open")
     assert record["declarations"] == Declarations.of(tool).to_record() and record["declarations"]["open_model"]
+    # the scorecard's capability declarations, once per folder (harness/store/declarations.py), as at run time
+    from harness.store.declarations import declared_by, read_declarations
+    recorded = read_declarations(suite["folder"])
+    assert set(recorded) == {t.name for t in TOOLS} and recorded["fake-open"] == declared_by(tool)

@@ -3,9 +3,9 @@ columns (open model, keep-alive off, TLS, HTTP/2, HTTP/3, the login flow) read t
 old folder's report shows the capabilities its runs had, not today's adapters'.
 
 declarations.json beside runs.csv: {tool: {declaration: value}}, a value True or the reason it is not (rate_model:
-how the tool paces a rate). write_declarations is for the suite to call when it opens the folder: not wired yet
-(harness/suite/runner.py is being reworked for issue 50.1's StoredRun), so today every folder reads as one written
-before it: today's adapters', through harness/store/upgrade.py folder_declarations, the one fallback.
+how the tool paces a rate). The suite writes it when it opens the folder (harness/suite/runner.py; a resumed one
+adds the tools it runs); a folder written before it reads today's adapters', through harness/store/upgrade.py
+folder_declarations, the one fallback.
 """
 from __future__ import annotations
 

@@ -21,6 +21,7 @@ from harness.network.shaping import ShaperChoice, choose_shaper, netem_available
 from harness.runtimes import Runtime, make_runtime
 from harness.scenarios import Scenario
 from harness.store.results import ResultsFolder, RunRow, read_meta_row
+from harness.store.declarations import write_declarations
 from harness.store.stored import Derived
 from harness.suite import preflight
 from harness.suite.console import Eta, announce, console, overhead, summarise
@@ -155,6 +156,7 @@ def opened(plan: Plan, runtime: Runtime | None = None, lock: Held | None = None)
             folder.write_json("environment.json", environment.collect(
                 {"runtime": plan.runtime, "shaper": shaper.kind, "shaper_reason": shaper.reason,
                  **plan.split.describe(), **runtime.describe()}))
+        write_declarations(folder.path, {adapter.name: adapter for adapter in plan.tools})   # the scorecard's
         with folder_lock(folder.path), runtime:
             if plan.resume is None and (facts := runtime.started_facts()):
                 _add_environment(folder, facts)
