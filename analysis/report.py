@@ -14,6 +14,7 @@ import json
 import re
 import sys
 from contextlib import ExitStack
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -165,8 +166,22 @@ def metric_sources(folder: Path) -> dict[str, str]:
     return sources
 
 
+@dataclass(frozen=True)
+class Built:
+    """A written report: its page, and the first screen's answer for the log (the scorecard's sentences, the
+    claims' verdicts), kept from the build rather than read back from the CSVs it has just written."""
+    page: Path
+    sentences: list[str]
+    verdicts: list[str]
+
+
 def build(folders: list[Path], out: Path, svg: bool = False) -> Path:
     """``svg``: every chart as SVG too, linked beside its PNG."""
+    return built(folders, out, svg).page
+
+
+def built(folders: list[Path], out: Path, svg: bool = False) -> Built:
+    """build(), with what the log prints of it."""
     everything = with_limits(load_results(*folders))
     make_dir_inside(out.parent, out)
     capacity_section = capacity.write(everything, folders, out, svg)
@@ -209,7 +224,8 @@ def build(folders: list[Path], out: Path, svg: bool = False) -> Path:
         stall=stall_table(df), stall_explanation=STALL_EXPLANATION, stall_chart=write_stall_chart(df, out, svg),
     )
     write_text_inside(out.parent, out / "index.html", with_contents(html))
-    return out / "index.html"
+    return Built(out / "index.html", [row["sentence"] for row in card],
+                 [f"{c.verdict}: {c.claim}: {c.figure}" for c in checked])
 
 
 def _first_screen(df: pd.DataFrame, card: list[dict], environments: list[dict], out: Path, svg: bool = False) -> dict:
@@ -272,15 +288,13 @@ def main(argv: list[str] | None = None) -> int:
         with ExitStack() as held:       # no suite or rederive writes a folder while its report reads it
             for folder in folders:
                 held.enter_context(folder_lock(folder))
-            print(f"report: {build(folders, out, args.svg)}")
+            report = built(folders, out, args.svg)
     except (HarnessError, FutureSchema) as exc:   # FutureSchema: read before anything is written
         sys.stderr.write(f"error: {exc}\n")
         return 2
-    with (out / "scorecard.csv").open(newline="") as handle:     # the first screen's answer, in the log too
-        print("scorecard (" + str(out / "scorecard.csv") + "):\n" + "\n".join(f"  {r['sentence']}" for r in csv.DictReader(handle)))
-    with (out / "claims.csv").open(newline="") as handle:
-        print("the study's claims (" + str(out / "claims.csv") + "):\n" + "\n".join(
-            f"  {r['verdict']}: {r['claim']}: {r['figure']}" for r in csv.DictReader(handle)))
+    print(f"report: {report.page}")      # then the first screen's answer, in the log too
+    print(f"scorecard ({out / 'scorecard.csv'}):\n" + "\n".join(f"  {line}" for line in report.sentences))
+    print(f"the study's claims ({out / 'claims.csv'}):\n" + "\n".join(f"  {line}" for line in report.verdicts))
     return 0
 
 

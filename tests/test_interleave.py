@@ -81,7 +81,7 @@ def test_a_step_resuming_a_folder_keeps_the_other_tools_failed_rows_of_its_scena
     from harness import scenarios
     from harness.store.results import COLUMNS, ResultsFolder
     from harness.suite.plan import Plan
-    from harness.suite.runner import _open_folder
+    from harness.suite.resume import open_folder
     from harness.tools import registry
     folder = tmp_path / "20260101T000000Z-docker"
     folder.mkdir()
@@ -91,7 +91,7 @@ def test_a_step_resuming_a_folder_keeps_the_other_tools_failed_rows_of_its_scena
                                     "status": "failed"} for tool in ("ab", "wrk")])
     plan = Plan(runtime="docker", tools=registry.select("wrk"), results_root=tmp_path, resume=folder,
                 scenarios=scenarios.select(f"scenarios/quick.yaml:{scenario}"), keep_unselected=True)
-    opened, finished = _open_folder(plan)
+    opened, finished = open_folder(plan)
     assert [(r["tool"], r["status"]) for r in opened.rows()] == [("ab", "failed")] and finished == set()
 
 
