@@ -82,13 +82,14 @@ class Payload:
 class Coordinator:
     """The run's barrier and mailbox: N tasks connect, get their payloads, start together, report back."""
 
-    def __init__(self, bind: str, payloads: list[Payload]):
-        self.payloads, self.token = payloads, secrets.token_hex(8)
+    def __init__(self, bind: str, payloads: list[Payload], port: int = 0, token: str | None = None):
+        """``port`` 0: any free one; ``token``: the run's secret (None: a new one), fixed when rendered ahead."""
+        self.payloads, self.token = payloads, token or secrets.token_hex(8)
         self.tasks = [TaskState(i) for i in range(len(payloads))]
         self._barrier = threading.Barrier(len(payloads))
         self._lock, self._next = threading.Lock(), 0
         self._conns: dict[int, socket.socket] = {}
-        self._server = socket.create_server((bind, 0))
+        self._server = socket.create_server((bind, port))
         self.address = f"{bind}:{self._server.getsockname()[1]}"
         self._closed = False
         threading.Thread(target=self._accept, daemon=True).start()
