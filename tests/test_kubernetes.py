@@ -30,6 +30,14 @@ def test_every_manifest_is_valid_against_the_kubernetes_schemas(rendered):
         kubernetes_validate.validate(document, KUBERNETES_VERSION, strict=True)
 
 
+def test_the_target_and_the_generators_are_applied_apart_by_their_label(rendered):
+    """docs/engines.md: `kubectl apply -l app.kubernetes.io/component=target`, then stub_status, then the Job."""
+    documents, _ = rendered
+    by = {d["kind"]: d["metadata"]["labels"]["app.kubernetes.io/component"] for d in documents}
+    assert by == {"Namespace": "target", "Deployment": "target", "Service": "target", "ConfigMap": "generators",
+                  "Job": "generators"}
+
+
 def test_the_validation_can_fail(rendered):
     documents, _ = rendered
     job = documents[-1]

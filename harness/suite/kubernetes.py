@@ -12,6 +12,9 @@ offline against the Kubernetes schemas (kubernetes-validate; tests/test_kubernet
 
     python -m harness.suite.kubernetes --tool wrk --scenario scenarios/shootout.yaml:vu20-rtt0.1 \\
         --generators 4 --coordinator 198.18.0.1:7000 --out k8s/
+
+``serve`` (the coordinator, from commands.json) and ``gather`` (the pods' logs into a results folder) are the
+harness's side of running them (kube_results.py; the kubectl steps: docs/engines.md).
 """
 from __future__ import annotations
 
@@ -76,8 +79,11 @@ def commands(run: KubeRun) -> list[list[str]]:
     return found
 
 
-def _meta(run: KubeRun, name: str, app: str | None = None) -> dict:
-    return {"name": name, "namespace": run.namespace, "labels": {"app.kubernetes.io/part-of": NAME,
+COMPONENT = "app.kubernetes.io/component"   # target or generators: applied apart (kubectl apply -l, docs/engines.md)
+
+
+def _meta(run: KubeRun, name: str, component: str, app: str | None = None) -> dict:
+    return {"name": name, "namespace": run.namespace, "labels": {"app.kubernetes.io/part-of": NAME, COMPONENT: component,
                                                                  **({"app": app} if app else {})}}
 
 
@@ -90,10 +96,10 @@ def target(run: KubeRun) -> list[dict]:
         # A TCP probe: an HTTP one would add a request a second to stub_status's count, which gather checks
         # the tools' sum against.
         "readinessProbe": {"tcpSocket": {"port": 80}, "periodSeconds": 1}}]}
-    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": _meta(run, app, app),
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": _meta(run, app, "target", app),
                   "spec": {"replicas": 1, "selector": {"matchLabels": {"app": app}},
                            "template": {"metadata": {"labels": {"app": app}}, "spec": pod}}}
-    service = {"apiVersion": "v1", "kind": "Service", "metadata": _meta(run, app, app),
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": _meta(run, app, "target", app),
                "spec": {"clusterIP": "None", "selector": {"app": app}, "ports": [{"port": 80, "targetPort": 80,
                                                                                    "name": "http"}]}}
     return [deployment, service]
@@ -101,7 +107,7 @@ def target(run: KubeRun) -> list[dict]:
 
 def generators(run: KubeRun) -> list[dict]:
     """The agent's ConfigMap and the Indexed Job of N tasks."""
-    agent = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": _meta(run, f"{NAME}-agent"),
+    agent = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": _meta(run, f"{NAME}-agent", "generators"),
              "data": {"task_agent.pl": AGENT.read_text()}}
     env = [{"name": "LTH_COORDINATOR", "value": run.coordinator}, {"name": "LTH_TOKEN", "value": run.token},
            {"name": "LTH_TASK", "valueFrom": {"fieldRef": {
@@ -113,7 +119,7 @@ def generators(run: KubeRun) -> list[dict]:
                  "volumeMounts": [{"name": "agent", "mountPath": "/agent", "readOnly": True}]}
     pod = {"restartPolicy": "Never", "nodeSelector": {GENERATOR_LABEL: "true"}, "containers": [container],
            "volumes": [{"name": "agent", "configMap": {"name": f"{NAME}-agent"}}]}
-    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": _meta(run, f"{NAME}-generators-{run.adapter.name}"),
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": _meta(run, f"{NAME}-generators-{run.adapter.name}", "generators"),
            "spec": {"completionMode": "Indexed", "completions": run.generators, "parallelism": run.generators,
                     "backoffLimit": 0, "ttlSecondsAfterFinished": 600,
                     "template": {"metadata": {"labels": {"app": f"{NAME}-generator"}}, "spec": pod}}}
@@ -122,7 +128,8 @@ def generators(run: KubeRun) -> list[dict]:
 
 def manifests(run: KubeRun) -> list[dict]:
     namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": run.namespace,
-                                                                       "labels": {"app.kubernetes.io/part-of": NAME}}}
+                                                                       "labels": {"app.kubernetes.io/part-of": NAME,
+                                                                                  COMPONENT: "target"}}}
     return [namespace, *target(run), *generators(run)]
 
 
