@@ -8,7 +8,7 @@ offline against the Kubernetes schemas (kubernetes-validate; tests/test_kubernet
   ``backoffLimit: 0``) of the tool's image on nodes labelled lth.generator=true, each pod running
   task_agent.pl (from a ConfigMap) against the coordinator at ``--coordinator HOST:PORT``, which hands
   each task its command (written beside the manifests, commands.json: the same share split as ssh and
-  Swarm, suite/execution.py split_evenly), releases them together and receives their folders.
+  Swarm, runtimes/together.py), releases them together and receives their folders.
 
     python -m harness.suite.kubernetes --tool wrk --scenario scenarios/shootout.yaml:vu20-rtt0.1 \\
         --generators 4 --coordinator 198.18.0.1:7000 --out k8s/
@@ -22,7 +22,7 @@ import argparse
 import json
 import secrets
 import sys
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import yaml
@@ -34,9 +34,9 @@ from harness.runtimes.swarm import GENERATOR_LABEL, TARGET_LABEL
 from harness.runtimes.swarm_options import check_shares
 from harness.runtimes.task import AGENT, TASK_WORKDIR
 from harness.scenarios import Scenario
-from harness.suite.execution import split_evenly
+from harness.runtimes.together import load_shares
 from harness.targets.file_server import TARGET_FILE
-from harness.tools import openmodel, registry
+from harness.tools import registry
 from harness.tools.adapter import ToolAdapter
 from harness.tools.output import RunSpec
 
@@ -59,11 +59,8 @@ class KubeRun:
 
 
 def shares(run: KubeRun) -> list[dict]:
-    """Each index's share of the VUs (and rate): the split of ssh and Swarm (suite/execution.py split_evenly)."""
-    parts = run.generators
-    rate = openmodel.rate_for(run.scenario, run.adapter)
-    rates = split_evenly(rate, parts) if rate else [None] * parts
-    return [{"vus": vus, "rate_rps": part_rate} for vus, part_rate in zip(split_evenly(run.scenario.vus, parts), rates)]
+    """Each index's share of the VUs (and rate): the split of ssh and Swarm (runtimes/together.py)."""
+    return [asdict(share) for share in load_shares(run.scenario, run.adapter, run.generators)]
 
 
 def commands(run: KubeRun) -> list[list[str]]:
