@@ -7,6 +7,7 @@ No swarm or Kubernetes part folder was ever captured here, so the tools' output 
 tests/fixtures/multigen/ (the two parts of a real two-generator wrk run, vu20-rtt0.1, 10 VUs each), which each
 task prints with `cat` in place of running wrk (no load run in the unit tier). The two stub_status pages are
 written by the test: the server's count they give is the check's input, not a measurement."""
+import binascii
 import csv
 import json
 import os
@@ -117,7 +118,7 @@ def test_the_pods_logs_gather_into_one_merged_row_with_the_servers_count(logged_
 
 def test_a_missing_or_cut_log_is_refused(logged_run, tmp_path):
     _, rendered, logs = logged_run
-    with pytest.raises(HarnessError, match=r"task\(s\) \[1\] missing"):
+    with pytest.raises(HarnessError, match=r"task\(s\) \[[01]\] missing"):
         read_logs([logs[0]])
     text = logs[1].read_text()
     cut = tmp_path / "cut.log"
@@ -126,6 +127,38 @@ def test_a_missing_or_cut_log_is_refused(logged_run, tmp_path):
         read_logs([logs[0], cut])
     with pytest.raises(HarnessError, match="in two logs"):
         read_logs([logs[0], logs[0], logs[1]])
+
+
+def test_a_block_whose_files_are_not_the_agents_leaves_no_folder(logged_run, tmp_path):
+    _, rendered, logs = logged_run
+    text = logs[1].read_text()
+    head, rest = text.split("files ", 1)
+    size, _ = rest.split("\n", 1)
+    garbage = b"not a tar.gz" + b"." * (int(size) - 12)
+    forged = tmp_path / "forged.log"
+    forged.write_text(f"{head}files {size}\n" + "".join(
+        binascii.b2a_uu(garbage[i:i + 45]).decode() for i in range(0, len(garbage), 45))
+        + f"lth-task-results-end 1\n")
+    with pytest.raises(HarnessError, match="no tar.gz the agent wrote"):
+        gather(rendered, [logs[0], forged], tmp_path / "out", None)
+    assert not (tmp_path / "out").exists() and not list(tmp_path.glob(".out*"))
+
+
+def test_serve_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
+    assert kubernetes.main(["serve", "--from", str(tmp_path / "nowhere")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "not a rendering of this harness" in err[0]
+    folder = tmp_path / "k8s"
+    assert kubernetes.main(["--tool", "wrk", "--scenario", SCENARIO, "--generators", "2",
+                            "--coordinator", "127.0.0.1:7000", "--out", str(folder)]) == 0
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        capsys.readouterr()
+        assert kubernetes.main(["serve", "--from", str(folder), "--bind", "127.0.0.1",
+                                "--port", str(taken.getsockname()[1])]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "the coordinator cannot listen on 127.0.0.1:" in err[0], err
 
 
 @pytest.mark.parametrize("extra, fragment", [

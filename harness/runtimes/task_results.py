@@ -123,8 +123,11 @@ def read_logs(paths: list[Path]) -> list[LoggedTask]:
 def write_part(task: LoggedTask, folder: Path, barrier: dict | None = None) -> Execution:
     """The task's part folder as a Swarm task leaves it: its files, samples.csv, execution.json, task.json."""
     folder.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(fileobj=io.BytesIO(task.files), mode="r:*") as tar:
-        tar.extractall(folder, filter="data")
+    try:
+        with tarfile.open(fileobj=io.BytesIO(task.files), mode="r:*") as tar:
+            tar.extractall(folder, filter="data")
+    except tarfile.TarError as exc:
+        raise HarnessError(f"task {task.index}'s files in its log are no tar.gz the agent wrote ({exc})") from None
     execution = task.execution(folder)
     write_csv(folder / SAMPLES, task.samples)
     save_execution(execution, folder)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -66,8 +67,12 @@ def serve(rendered: RenderedRun, folder: Path, bind: str, port: int, wait_s: flo
     ``folder`` (each task's ready and start times on this machine's clock). The results come from the logs."""
     from harness.runtimes.generator import bundle
     data = bundle([rendered.adapter()])
-    coordinator = Coordinator(bind, [Payload(data, argv) for argv in rendered.commands], port=port,
-                              token=rendered.token)
+    try:
+        coordinator = Coordinator(bind, [Payload(data, argv) for argv in rendered.commands], port=port,
+                                  token=rendered.token)
+    except OSError as exc:
+        raise HarnessError(f"the coordinator cannot listen on {bind}:{port} ({exc.strerror or exc}): pass "
+                           "another --bind or --port, and render again with that --coordinator") from None
     print(f"coordinator listening on {coordinator.address} for {rendered.generators} task(s)", flush=True)
     try:
         states = [coordinator.wait_started(i, wait_s) for i in range(rendered.generators)]
@@ -154,6 +159,18 @@ def gather(rendered: RenderedRun, logs: list[Path], out: Path, served: int | Non
         raise HarnessError(f"the logs hold {len(tasks)} task(s), the rendering {rendered.generators}: gather the "
                            "logs of this rendering's Job")
     _fresh(out)
+    partial = out.parent / f".{out.name}.gathering"     # renamed to ``out`` once whole: nothing half-written stays
+    shutil.rmtree(partial, ignore_errors=True)
+    try:
+        row = _write(rendered, tasks, partial, served, barrier, tool_version)
+        partial.rename(out)
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
+    return row
+
+
+def _write(rendered: RenderedRun, tasks: list[LoggedTask], out: Path, served: int | None, barrier: dict | None,
+           tool_version: str | None) -> RunRow:
     adapter = rendered.adapter()
     relative = f"{rendered.scenario['id']}/{rendered.tool}"
     run_dir = out / relative
