@@ -116,6 +116,18 @@ def test_the_pods_logs_gather_into_one_merged_row_with_the_servers_count(logged_
     assert len(rows) == 1 and rows[0].requests == MERGED_REQUESTS and rows[0].lat_p99_ms == row.lat_p99_ms
 
 
+def test_the_gather_command_says_the_merged_and_the_servers_count(logged_run, tmp_path, capsys):
+    folder, _, logs = logged_run
+    before = stub_status(tmp_path / "before.txt", 10)
+    after = stub_status(tmp_path / "after.txt", 10 + MERGED_REQUESTS + 1)
+    capsys.readouterr()
+    assert kubernetes.main(["gather", "--from", str(folder), "--logs", *map(str, logs), "--stub-status-before",
+                            str(before), "--stub-status-after", str(after), "--out", str(tmp_path / "out")]) == 0
+    said = capsys.readouterr().out.strip().splitlines()
+    assert said[-1].endswith("wrk vu20-rtt0.1, 2 generators: ok, 77,421 requests merged, server counted 77,421")
+    assert json.loads((tmp_path / "out" / "environment.json").read_text())["barrier"]["tasks"] == 2
+
+
 def test_a_missing_or_cut_log_is_refused(logged_run, tmp_path):
     _, rendered, logs = logged_run
     with pytest.raises(HarnessError, match=r"task\(s\) \[[01]\] missing"):
