@@ -51,9 +51,11 @@ def test_a_planted_circle_is_found():
 # (sampling, runtimes, network, suite), and the run side nothing of harness/row/.
 SHARED = {"harness", "harness.cpus", "harness.environment", "harness.errors", "harness.failure", "harness.files",
           "harness.flows", "harness.processes", "harness.rtt_probe", "harness.scenarios", "harness.slo", "harness.stats"}
-# They run a suite or re-derive one (a run, then its row), or drive such commands (lab hosts, the overhead check).
-ORCHESTRATORS = {"harness.suite.runner", "harness.suite.run", "harness.suite.rederive", "harness.capacity.run", "harness.cli",
-                 "harness.__main__", "harness.lab", "harness.suite.overhead_check"}
+# They run a suite or re-derive one (a run, then its row), or drive such commands (lab hosts, the overhead check;
+# the Kubernetes route's command, whose gather derives the pods' results as the runner derives a run's).
+ORCHESTRATORS = {"harness.suite.runner", "harness.suite.run", "harness.suite.rederive", "harness.capacity.run",
+                 "harness.cli", "harness.__main__", "harness.lab", "harness.suite.overhead_check",
+                 "harness.suite.kubernetes", "harness.suite.kube_results"}
 PACKAGE_LAYERS = {"harness.store": "store", "harness.targets": "shared", "harness.tools": "tools",
                   "harness.row": "derivation", "harness.sampling": "sampling", "harness.runtimes": "runtimes",
                   "harness.network": "network", "harness.suite": "suite", "harness.capacity": "capacity"}

@@ -30,6 +30,14 @@ def test_every_manifest_is_valid_against_the_kubernetes_schemas(rendered):
         kubernetes_validate.validate(document, KUBERNETES_VERSION, strict=True)
 
 
+def test_the_target_and_the_generators_are_applied_apart_by_their_label(rendered):
+    """docs/engines.md: `kubectl apply -l app.kubernetes.io/component=target`, then stub_status, then the Job."""
+    documents, _ = rendered
+    by = {d["kind"]: d["metadata"]["labels"]["app.kubernetes.io/component"] for d in documents}
+    assert by == {"Namespace": "target", "Deployment": "target", "Service": "target", "ConfigMap": "generators",
+                  "Job": "generators"}
+
+
 def test_the_validation_can_fail(rendered):
     documents, _ = rendered
     job = documents[-1]
@@ -52,12 +60,19 @@ def test_the_generators_are_one_indexed_job_of_n_tasks_on_labelled_nodes(rendere
     env = {e["name"]: e for e in pod["containers"][0]["env"]}
     assert env["LTH_COORDINATOR"]["value"] == "198.18.0.1:7000"
     assert "job-completion-index" in env["LTH_TASK"]["valueFrom"]["fieldRef"]["fieldPath"]
+    assert env["LTH_LOG_RESULTS"]["value"] == "1"                  # results in the pod's log, for `gather`
+    # No HTTP readiness probe: its requests would land in stub_status's count, which gather checks the sum against.
+    assert target["spec"]["template"]["spec"]["containers"][0]["readinessProbe"] == {"tcpSocket": {"port": 80},
+                                                                                     "periodSeconds": 1}
     assert target["spec"]["template"]["spec"]["nodeSelector"] == {"lth.target": "true"}
     assert documents[2]["spec"]["clusterIP"] == "None"        # headless: the tools reach the pod itself
 
 
 def test_each_task_gets_its_share_of_the_vus(rendered):
-    _, commands = rendered
+    documents, commands = rendered
+    env = {e["name"]: e.get("value") for e in documents[-1]["spec"]["template"]["spec"]["containers"][0]["env"]}
+    assert commands["token"] == env["LTH_TOKEN"] and len(commands["token"]) == 16     # what `serve` answers to
+    assert [s["vus"] for s in commands["shares"]] == [7, 7, 6] and commands["scenario"]["id"] == "vu20-rtt0.1"
     connections = [int(re.search(r"-c(\d+)", " ".join(c)).group(1)) for c in commands["commands"]]
     assert connections == [7, 7, 6]                            # 20 over 3, the remainder spread
     assert all("/tmp/lth-task/repo/tools/wrk/report.lua" in c for c in commands["commands"])

@@ -138,7 +138,13 @@ def refused(tmp_path: Path, state: dict, *extra: str) -> tuple[subprocess.Comple
      "no ready swarm node has the label lth.target=true for the target: docker node update --label-add lth.target=true"),
     ({"swarm": MANAGER, "nodes": {"n1": {"labels": BOTH}}, "networks": {"ingress": ["10.0.0.0/24"]}}, (),
      "the swarm's ingress network uses 10.0.0.0/24, outside 198.18.0.0/15"),
-], ids=["engine down", "no swarm", "swarm not reachable", "a worker", "label missing", "ingress outside 198.18"])
+    ({"swarm": {"LocalNodeState": "error"}}, (), "the swarm is not reachable from this engine (its state: error)"),
+    ({"swarm": MANAGER, "nodes": {"n1": {"labels": {"lth.target": "true"}}},
+      "networks": {"ingress": ["198.18.128.0/24"]}}, (),
+     "no ready swarm node has the label lth.generator=true for the generators: docker node update --label-add "
+     "lth.generator=true"),
+], ids=["engine down", "no swarm", "swarm not reachable", "a worker", "label missing", "ingress outside 198.18",
+        "swarm in error", "generator label missing"])
 def test_a_swarm_that_cannot_run_is_one_line_exit_2_and_changes_nothing(tmp_path, state, extra, fragment):
     result, calls = refused(tmp_path, state, *extra)
     lines = (result.stdout + result.stderr).strip().splitlines()

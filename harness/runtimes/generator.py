@@ -33,6 +33,7 @@ from harness.processes import end_process, signals_deferred
 from harness.runtimes.base import Session
 from harness.runtimes.remote_nginx import TOP, RemoteNginx
 from harness.runtimes.ssh import SshHost
+from harness.runtimes.together import StartBarrier
 from harness.sampling import MemoryCheck, PidSource, TopSampler
 from harness.targets.file_server import Target
 from harness.tools.adapter import ToolAdapter
@@ -207,7 +208,7 @@ class GeneratorHost:
             self.ssh.run(SWEEP.format(prefix=self.workdir), check=False, timeout=60)
             self._started = False
 
-    def session(self, adapter: ToolAdapter | None, target: Target, split: CpuSplit, barrier: threading.Barrier | None,
+    def session(self, adapter: ToolAdapter | None, target: Target, split: CpuSplit, barrier: StartBarrier | None,
                 nginx: RemoteNginx | None, target_cores: int | None) -> "RemoteGeneratorSession":
         """A place to run ``adapter`` here for one run (None: the RTT probe only)."""
         return RemoteGeneratorSession(target, split, self, barrier, nginx, target_cores)
@@ -223,7 +224,7 @@ class RemoteGeneratorSession(Session):
     memory_check_name = "ps RSS on the generator host"
 
     def __init__(self, target: Target, split: CpuSplit, generator: GeneratorHost,
-                 barrier: threading.Barrier | None = None, nginx: RemoteNginx | None = None,
+                 barrier: StartBarrier | None = None, nginx: RemoteNginx | None = None,
                  target_cores: int | None = None):
         """``nginx``: the target, whose log this session keeps and whose CPU it samples (None: another
         generator's session of the same run does)."""
@@ -247,7 +248,7 @@ class RemoteGeneratorSession(Session):
         try:
             self._roots[proc.pid] = self._ready(proc)
             if self._barrier is not None:
-                self._barrier.wait(timeout=READY_TIMEOUT_S)
+                self._barrier.wait()
             proc.stdin.write(b"go\n")
             proc.stdin.close()
         except BaseException:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 import re
 import shlex
 from contextlib import contextmanager
@@ -27,10 +26,11 @@ from harness.errors import HarnessError
 from harness.processes import signals_deferred
 from harness.rtt_probe import TargetMismatch, probe
 from harness.runtimes.base import Runtime, Session, run, undone_on_error
-from harness.runtimes.generator import DOCKER_SWEEP, GeneratorHost, generators_up
+from harness.runtimes.generator import DOCKER_SWEEP, READY_TIMEOUT_S, GeneratorHost, generators_up
 from harness.runtimes.host import HostSession, local_problems
 from harness.runtimes.remote_nginx import RemoteNginx
 from harness.runtimes.ssh import SshHost, parse_ssh_url
+from harness.runtimes.together import StartBarrier
 from harness.sampling import TopSampler
 from harness.scenarios import Scenario
 from harness.targets.file_server import Target, target_file_sha256
@@ -239,7 +239,7 @@ class RemoteTargetRuntime(Runtime):
         """One session per generator; with several, their tools start together (a barrier)."""
         if not self.generators:
             return [self._local_session(adapter)]
-        barrier = threading.Barrier(len(self.generators)) if len(self.generators) > 1 else None
+        barrier = StartBarrier(len(self.generators), READY_TIMEOUT_S) if len(self.generators) > 1 else None
         # The first generator's session samples the target: one top there, not one per generator.
         return [g.session(adapter, self.target, self.split, barrier, self._nginx if i == 0 else None,
                           self._target_cores if i == 0 else None)

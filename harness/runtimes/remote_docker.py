@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import shlex
 import subprocess
-import threading
 from pathlib import Path
 from typing import Callable
 
@@ -32,6 +31,7 @@ from harness.runtimes.host import local_problems
 from harness.runtimes.remote import RemoteTargetRuntime, RemoteTargetSession, route_device
 from harness.runtimes.remote_nginx import RemoteNginx
 from harness.runtimes.ssh import SshHost
+from harness.runtimes.together import StartBarrier
 from harness.targets.file_server import Target
 from harness.tools.adapter import ToolAdapter
 
@@ -190,7 +190,7 @@ class ContainerGeneratorHost(GeneratorHost):
         found = super().problems([])     # ssh, top, ps, python3, tar: the tools are in the images
         return found or [p for p in [docker_problem(self.ssh, "generator")] if p]
 
-    def session(self, adapter: ToolAdapter | None, target: Target, split: CpuSplit, barrier: threading.Barrier | None,
+    def session(self, adapter: ToolAdapter | None, target: Target, split: CpuSplit, barrier: StartBarrier | None,
                 nginx: RemoteNginx | None, target_cores: int | None) -> RemoteGeneratorSession:
         if adapter is None:     # the RTT probe: python3 on the host, on the same network as the containers
             return super().session(adapter, target, split, barrier, nginx, target_cores)

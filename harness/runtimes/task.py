@@ -1,6 +1,6 @@
 """One generator task contract, whatever engine schedules the tasks (Docker Swarm here: swarm.py).
 
-A run of N tasks: the harness splits the load as for generator hosts (suite/execution.py split_evenly,
+A run of N tasks: the harness splits the load as for generator hosts (runtimes/together.py split_evenly,
 in the runner), and each task, a container of the tool's own image running task_agent.pl, connects to
 the run's ``Coordinator`` (a TCP server in the harness, on an address every node reaches), says it is
 ready and gets its index, the tool's folder (generator.py ``bundle``) and its own command line; once it has
@@ -33,6 +33,7 @@ from harness.cpus import CpuSplit
 from harness.errors import HarnessError
 from harness.runtimes.base import Session
 from harness.runtimes.generator import there
+from harness.runtimes.together import StartBarrier
 from harness.sampling import MemoryCheck, PidSource, TopSampler
 from harness.store.samples import Sample
 from harness.targets.file_server import Target
@@ -82,13 +83,14 @@ class Payload:
 class Coordinator:
     """The run's barrier and mailbox: N tasks connect, get their payloads, start together, report back."""
 
-    def __init__(self, bind: str, payloads: list[Payload]):
-        self.payloads, self.token = payloads, secrets.token_hex(8)
+    def __init__(self, bind: str, payloads: list[Payload], port: int = 0, token: str | None = None):
+        """``port`` 0: any free one; ``token``: the run's secret (None: a new one), fixed when rendered ahead."""
+        self.payloads, self.token = payloads, token or secrets.token_hex(8)
         self.tasks = [TaskState(i) for i in range(len(payloads))]
-        self._barrier = threading.Barrier(len(payloads))
+        self._barrier = StartBarrier(len(payloads), READY_TIMEOUT_S)
         self._lock, self._next = threading.Lock(), 0
         self._conns: dict[int, socket.socket] = {}
-        self._server = socket.create_server((bind, 0))
+        self._server = socket.create_server((bind, port))
         self.address = f"{bind}:{self._server.getsockname()[1]}"
         self._closed = False
         threading.Thread(target=self._accept, daemon=True).start()
@@ -124,7 +126,7 @@ class Coordinator:
             if reader.readline(100).strip() != b"armed":
                 raise OSError("the task did not set up its tool (no `armed`): see its stderr.txt")
             state.ready_at = time.time()
-            self._barrier.wait(timeout=READY_TIMEOUT_S)
+            self._barrier.wait()
             conn.sendall(b"go\n")
             state.go_at = time.time()
             self._report(reader, state)
@@ -244,7 +246,7 @@ class TaskRun:
     def __init__(self, parts: int, adapter: ToolAdapter, bind: str, launch: Callable[["Coordinator"], None]):
         self.parts, self.adapter, self.bind, self._launch = parts, adapter, bind, launch
         self._argvs: dict[int, list[str]] = {}
-        self._ready = threading.Barrier(parts)
+        self._ready = StartBarrier(parts, READY_TIMEOUT_S)   # every part's command in, before the launch
         self.coordinator: Coordinator | None = None
         self.error: str | None = None
 
@@ -253,9 +255,9 @@ class TaskRun:
         task's tool to start (all together, past the barrier)."""
         self._argvs[index] = [there(arg, TASK_WORKDIR + "/repo", run_dir, TASK_WORKDIR + "/run") for arg in argv]
         try:
-            if self._ready.wait(timeout=READY_TIMEOUT_S) == 0:
+            if self._ready.wait() == 0:
                 self._start()
-            self._ready.wait(timeout=READY_TIMEOUT_S)
+            self._ready.wait()
         except threading.BrokenBarrierError:
             raise HarnessError(self.error or "another generator task of this run failed to start") from None
         return self.coordinator.wait_started(index, READY_TIMEOUT_S)

@@ -10,6 +10,13 @@
 # tool in /tmp/lth-task/run (stdout.txt, stderr.txt and the tool's files there), sends a memory and CPU
 # sample of the tool's process tree every second (VmRSS and utime+stime from /proc), and at the end the
 # exit status and the run folder as a tar. `stop` (or the coordinator gone) ends the tool: TERM, KILL 5 s later.
+# With LTH_LOG_RESULTS=1 (the Kubernetes Job sets it) the task also prints its results to its own stdout, the
+# pod's log, between marker lines (harness/runtimes/task_results.py reads them back from `kubectl logs`):
+#   lth-task-results <index> <parts> <exit> <launched> <ended> <task> <node>   (epoch s, whole: perl-base has no
+#   Time::HiRes; the index is the coordinator's, the task the Job's completion index)
+#   sample ... (every sample line it sent)
+#   files <bytes>   then the run folder as a tar.gz, uuencoded (perl's pack 'u': no module needed)
+#   lth-task-results-end <index>
 use strict;
 use warnings;
 use IO::Select;
@@ -75,6 +82,8 @@ sub tree {
 }
 
 my ($index, $parts) = line() =~ /^index (\d+) (\d+)$/ or die "lth-task: no index\n";
+my $log_results = ($ENV{LTH_LOG_RESULTS} // '') eq '1';
+my @sent_samples;                # kept for the log block
 my $bundle = block('bundle');
 my @argv = split /\0/, block('argv');
 mkdir $_ for $WORK, "$WORK/repo", "$WORK/run";
@@ -95,6 +104,7 @@ if ($pid == 0) {
     open(STDERR, '>', 'stderr.txt');
     exec { $argv[0] } @argv or do { print STDERR "lth-task: cannot run $argv[0]: $!\n"; POSIX::_exit(127) };
 }
+my $launched_at = time();
 print $socket "started $pid\n";
 
 my $select = IO::Select->new($socket);
@@ -105,8 +115,10 @@ while (1) {
     my $now = uptime();
     my ($rss, $ticks, $count) = tree($pid);
     my $cpu = defined $last_ticks && $now > $last_t ? 100 * ($ticks - $last_ticks) / $tick / ($now - $last_t) : 0;
-    printf $socket "sample %.2f %d %.1f %d %d\n", $now - $t0, $rss, $cpu < 0 ? 0 : $cpu, $count,
+    my $sample = sprintf "sample %.2f %d %.1f %d %d\n", $now - $t0, $rss, $cpu < 0 ? 0 : $cpu, $count,
         defined $last_ticks ? 0 : 1;
+    print $socket $sample;
+    push @sent_samples, $sample if $log_results;
     ($last_t, $last_ticks) = ($now, $ticks);
     if ($select->count && $select->can_read(1)) {
         my $order = <$socket>;
@@ -118,6 +130,7 @@ while (1) {
     kill 'KILL', -$pid if defined $stop_at && uptime() > $stop_at;
 }
 my $code = POSIX::WIFEXITED($status) ? POSIX::WEXITSTATUS($status) : 128 + POSIX::WTERMSIG($status);
+log_results($code, time()) if $log_results;
 open(my $tar, '-|', 'tar', '-C', "$WORK/run", '-cf', '-', '.') or die "lth-task: tar: $!\n";
 binmode $tar;
 my $files = do { local $/; <$tar> };
@@ -125,3 +138,17 @@ close $tar;
 print $socket "exit $code\nfiles " . length($files) . "\n" . $files;
 my $bye = <$socket>;    # the coordinator has it all: the container may go
 exit 0;
+
+# The results as a block of this task's stdout (the pod's log), for `kubectl logs`.
+sub log_results {
+    my ($code, $ended_at) = @_;
+    open(my $tar, '-|', 'tar', '-C', "$WORK/run", '-czf', '-', '.') or die "lth-task: tar: $!\n";
+    binmode $tar;
+    my $files = do { local $/; <$tar> };
+    close $tar;
+    local $| = 1;
+    printf STDOUT "lth-task-results %d %d %d %d %d %s %s\n", $index, $parts, $code, $launched_at, $ended_at,
+        $ENV{LTH_TASK} || '-', $ENV{LTH_NODE} || '-';
+    print STDOUT @sent_samples;
+    print STDOUT "files " . length($files) . "\n", pack('u', $files), "lth-task-results-end $index\n";
+}

@@ -20,6 +20,7 @@ from harness.processes import signals_deferred
 from harness.runtimes.base import Session
 from harness.sampling import PidSource, TopSampler
 from harness.store.record import SAMPLES, STDERR, STDOUT, Execution, save_execution
+from harness.runtimes.together import split_evenly  # noqa: F401 - the split of every carrier (runner)
 
 FIRST_FRAME_TIMEOUT_S = 15.0
 OVERTIME_CHECK_S = 5.0    # a tool past its deadline is looked at this often
@@ -126,11 +127,6 @@ def _stop_keeping_the_cause(session: Session, proc: subprocess.Popen, tool_pids:
         session.stop(proc, tool_pids())
     except Exception as exc:  # noqa: BLE001 - must not replace the exception being handled
         print(f"warning: stopping the tool failed ({exc}); the runtime's cleanup removes it", file=sys.stderr)
-
-
-def split_evenly(total: int, parts: int) -> list[int]:
-    """VUs or an arrival rate, as even as whole numbers allow: 20 over 3 -> 7, 7, 6."""
-    return [total // parts + (1 if i < total % parts else 0) for i in range(parts)]
 
 
 def execute_together(runs: list[tuple[Session, list[str], Path]], timeout_s: float,
