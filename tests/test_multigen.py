@@ -9,7 +9,7 @@ from conftest import FIXTURES
 from harness.row.merge import merged_figures
 from harness.runtimes.generator import ProcessTable
 from harness.store.figures import Figures
-from harness.suite.execution import split_evenly
+from harness.runtimes.together import split_evenly
 from harness.tools.output import LatencyHistogram, RunSpec, ToolOutput
 from harness.tools.registry import discover
 

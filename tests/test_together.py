@@ -15,13 +15,13 @@ from harness.runtimes import task
 from harness.runtimes.generator import RemoteGeneratorSession
 from harness.runtimes.together import Share, StartBarrier, load_shares, split_evenly
 from harness.scenarios import Scenario
-from harness.suite import execution
 from harness.targets.file_server import Target
 from harness.tools.registry import discover
 
 
 def test_every_carrier_splits_with_the_same_function():
-    assert execution.split_evenly is split_evenly          # the runner's (ssh, Swarm) is this one
+    from harness.suite import run
+    assert run.load_shares is load_shares                  # the runner's parts (ssh, Swarm) are this split's
     assert split_evenly(20, 3) == [7, 7, 6] and split_evenly(5, 5) == [1] * 5
 
 

@@ -19,8 +19,10 @@ from pathlib import Path
 from harness.processes import signals_deferred
 from harness.runtimes.base import Session
 from harness.sampling import PidSource, TopSampler
+from harness.store.hdr import write_histogram
 from harness.store.record import SAMPLES, STDERR, STDOUT, Execution, save_execution
-from harness.runtimes.together import split_evenly  # noqa: F401 - the split of every carrier (runner)
+from harness.tools.adapter import ToolAdapter
+from harness.tools.output import RunSpec, ToolOutput
 
 FIRST_FRAME_TIMEOUT_S = 15.0
 OVERTIME_CHECK_S = 5.0    # a tool past its deadline is looked at this often
@@ -146,3 +148,19 @@ def execute_together(runs: list[tuple[Session, list[str], Path]], timeout_s: flo
     for thread in threads:
         thread.join()
     return results
+
+
+def store_latency_log(adapter: ToolAdapter, spec: RunSpec, execution: Execution) -> dict | None:
+    """A part's latencies as an HdrHistogram log beside its output (latency.hlog: for the merge of several
+    generators, and for whoever reads HdrHistogram logs), where its tool gives a histogram or per-request log
+    without being asked for more than its run (oha's per-request database: several generators only). For a part
+    that ended ok: the runner's parts and the Kubernetes route's gathered ones alike."""
+    try:
+        histogram = adapter.latency_histogram(ToolOutput(spec, execution.stdout, execution.stderr,
+                                                         execution.exit_code or 0, execution.launched_at))
+    except Exception as exc:  # noqa: BLE001 - without it the merge keeps counts only
+        return {"error": f"{type(exc).__name__}: {exc}"}
+    if histogram is None:
+        return None
+    return write_histogram(histogram, spec.out_dir, adapter.timing_resolution_ms, execution.launched_at,
+                           spec.duration_s)

@@ -20,11 +20,12 @@ from pathlib import Path
 
 from harness.errors import HarnessError
 from harness.row import derive_stored
-from harness.row.merge import write_histogram
 from harness.runtimes.task import READY_TIMEOUT_S, Coordinator, Payload, TaskSession
 from harness.runtimes.task_results import LoggedTask, read_logs, write_part
 from harness.store.record import Execution, PartRecord, RunRecord, split_fields
 from harness.store.results import ENVIRONMENT_JSON, ResultsFolder, RunRow
+from harness.store.stored import load_run
+from harness.suite.execution import store_latency_log
 from harness.cpus import CpuSplit
 from harness.tools import registry
 from harness.tools.adapter import ToolAdapter
@@ -106,21 +107,6 @@ def server_requests(before: Path | None, after: Path | None) -> int | None:
     return stub_status_requests(after) - stub_status_requests(before) - 1
 
 
-def _histogram(adapter: ToolAdapter, spec: RunSpec, execution: Execution) -> dict | None:
-    """The part's latency.hlog, as the runner stores it for each part (suite/runner.py _store_histogram)."""
-    if execution.exit_code != 0:
-        return None
-    try:
-        histogram = adapter.latency_histogram(ToolOutput(spec, execution.stdout, execution.stderr, 0,
-                                                         execution.launched_at))
-    except Exception as exc:  # noqa: BLE001 - without it the merge keeps counts only
-        return {"error": f"{type(exc).__name__}: {exc}"}
-    if histogram is None:
-        return None
-    return write_histogram(histogram, spec.out_dir, adapter.timing_resolution_ms, execution.launched_at,
-                           spec.duration_s)
-
-
 def _part(rendered: RenderedRun, adapter: ToolAdapter, task: LoggedTask, run_dir: Path, barrier: dict | None,
           tool_version: str | None) -> PartRecord:
     folder = PART_FOLDER.format(index=task.index + 1)
@@ -135,7 +121,7 @@ def _part(rendered: RenderedRun, adapter: ToolAdapter, task: LoggedTask, run_dir
                       rate_rps=share["rate_rps"], per_request=rendered.generators > 1,
                       command=rendered.commands[task.index], tool_version=tool_version,
                       memory_check_name=TaskSession.memory_check_name, executed=True,
-                      histogram=_histogram(adapter, spec, execution))
+                      histogram=store_latency_log(adapter, spec, execution) if execution.exit_code == 0 else None)
 
 
 def _record(rendered: RenderedRun, tasks: list[LoggedTask], run_dir: str, served: int | None) -> RunRecord:
@@ -178,8 +164,8 @@ def _write(rendered: RenderedRun, tasks: list[LoggedTask], out: Path, served: in
     record = _record(rendered, tasks, relative, served)
     record.parts = [_part(rendered, adapter, task, run_dir, barrier, tool_version) for task in tasks]
     record.save(run_dir)
-    derived = derive_stored(record, adapter, run_dir)
-    derived.write(run_dir)
+    derived = derive_stored(load_run(record, run_dir), adapter)
+    derived.write()
     (out / ENVIRONMENT_JSON).write_text(json.dumps({"runtime": RUNTIME, "generators": rendered.generators,
                                                     "gathered_from": "the Indexed Job's pod logs (kubectl logs)",
                                                     **({"barrier": barrier["barrier"]} if barrier else {})},

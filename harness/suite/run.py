@@ -23,17 +23,17 @@ from harness.network.shaping import loaded_probe, measured_rtt, proxy_pids, shap
 from harness.row import derive_stored, rtt_ok
 from harness.runtimes import Runtime, Session
 from harness.scenarios import Scenario
-from harness.store.hdr import write_histogram
 from harness.store.record import Execution, PartRecord, RunRecord, split_fields
 from harness.store.results import ResultsFolder
 from harness.store.stall import StallRecord
 from harness.store.stored import Derived, load_run
 from harness.suite import console, stall
-from harness.suite.execution import execute, execute_together, split_evenly
+from harness.runtimes.together import load_shares
+from harness.suite.execution import execute, execute_together, store_latency_log
 from harness.targets.file_server import Target, ensure_allowed
 from harness.tools import openmodel
 from harness.tools.adapter import Declarations, ToolAdapter
-from harness.tools.output import RunSpec, ToolOutput
+from harness.tools.output import RunSpec
 
 PART_DIR = "generator-{index}"   # a part's folder when several generators share a run
 OVERTIME_GRACES = 4   # past its grace, a tool still working after its load may go on this many graces more
@@ -152,10 +152,8 @@ class Run:
 
     def _plans(self, generators: int) -> list[PartPlan]:
         several = generators > 1
-        rate = openmodel.rate_for(self.scenario, self.adapter)
-        rates = split_evenly(rate, generators) if rate else [None] * generators
-        return [PartPlan(PART_DIR.format(index=i + 1) if several else "", vus, part_rate, several)
-                for i, (vus, part_rate) in enumerate(zip(split_evenly(self.scenario.vus, generators), rates))]
+        return [PartPlan(PART_DIR.format(index=i + 1) if several else "", share.vus, share.rate_rps, several)
+                for i, share in enumerate(load_shares(self.scenario, self.adapter, generators))]
 
     def _on(self, sessions: list[Session]) -> None:
         """Shape, verify and probe from every generator, run the tool on all of them at once, and note every fact
@@ -209,7 +207,7 @@ class Run:
             if not part.executed:
                 part.error = f"{type(execution).__name__}: {execution}"
             elif execution.exit_code == 0 and not execution.timed_out:
-                part.histogram = self._store_histogram(spec, execution)
+                part.histogram = store_latency_log(self.adapter, spec, execution)
 
     def _load(self, sessions: list[Session], target: Target, specs: list[RunSpec]
               ) -> tuple[list[Execution | BaseException], StallRecord | None]:
@@ -231,21 +229,6 @@ class Run:
                                       adapter.sampled_process, others, overtime_s)]
             record.shaper_load = under_load
         return executions, stalled
-
-    def _store_histogram(self, spec: RunSpec, execution: Execution) -> dict | None:
-        """A part's latencies as an HdrHistogram log beside its output (latency.hlog: for the merge of several
-        generators, and for whoever reads HdrHistogram logs), where its tool gives a histogram or per-request
-        log without being asked for more than its run (oha's per-request database: several generators only)."""
-        adapter = self.adapter
-        try:
-            histogram = adapter.latency_histogram(ToolOutput(spec, execution.stdout, execution.stderr,
-                                                             execution.exit_code or 0, execution.launched_at))
-        except Exception as exc:  # noqa: BLE001 - without it the merge keeps counts only
-            return {"error": f"{type(exc).__name__}: {exc}"}
-        if histogram is None:
-            return None
-        return write_histogram(histogram, spec.out_dir, adapter.timing_resolution_ms, execution.launched_at,
-                               spec.duration_s)
 
     def _part(self, session: Session, target: Target, plan: PartPlan) -> PartRecord:
         ensure_allowed(target.host, self.settings.allow_external_target, session.explicit_target)
