@@ -26,6 +26,7 @@ from harness.store.record import Execution, PartRecord, RunRecord, split_fields
 from harness.store.results import ENVIRONMENT_JSON, ResultsFolder, RunRow
 from harness.store.stored import load_run
 from harness.suite.execution import store_latency_log
+from harness.targets.file_server import stub_status_counters
 from harness.cpus import CpuSplit
 from harness.tools import registry
 from harness.tools.adapter import ToolAdapter
@@ -91,13 +92,12 @@ def serve(rendered: RenderedRun, folder: Path, bind: str, port: int, wait_s: flo
 
 # --- gather: the pods' logs into a results folder -----------------------------------------------------------------
 def stub_status_requests(path: Path) -> int:
-    """Nginx's request total from a saved stub_status page (as harness/targets/file_server.py reads it)."""
-    text = path.read_text(errors="replace") if path.is_file() else ""
-    match = re.search(r"^\s*(\d+)\s+\d+\s+(\d+)\s*$", text, re.MULTILINE)
-    if not match:
+    """Nginx's request total from a saved stub_status page (harness/targets/file_server.py's reading)."""
+    counters = stub_status_counters(path.read_text(errors="replace") if path.is_file() else "")
+    if counters is None:
         raise HarnessError(f"{path}: not an Nginx stub_status page (curl -s http://127.0.0.1:8080/nginx_status "
                            "through kubectl port-forward)")
-    return int(match.group(2))
+    return counters.requests
 
 
 def server_requests(before: Path | None, after: Path | None) -> int | None:

@@ -171,10 +171,10 @@ class Target:
             text = conn.getresponse().read().decode()
         finally:
             conn.close()
-        match = re.search(r"^\s*(\d+)\s+\d+\s+(\d+)\s*$", text, re.MULTILINE)
-        if not match:
+        counters = stub_status_counters(text)
+        if counters is None:
             raise HarnessError(f"target {self.host}: unexpected stub_status output {text[:80]!r}")
-        return Counters(int(match.group(1)), int(match.group(2)))
+        return counters
 
     def protocol_log_size(self) -> int | None:
         """Where the file server's log of other-version requests ends now (None: this target keeps none)."""
@@ -208,3 +208,9 @@ def _size(log: Path | None) -> int | None:
         return log.stat().st_size
     except FileNotFoundError:
         return 0
+
+
+def stub_status_counters(text: str) -> Counters | None:
+    """The accepts and requests totals of an Nginx stub_status page (None: not one)."""
+    match = re.search(r"^\s*(\d+)\s+\d+\s+(\d+)\s*$", text, re.MULTILINE)
+    return Counters(int(match.group(1)), int(match.group(2))) if match else None
