@@ -99,16 +99,16 @@ bench-capacity: deps  ## each tool's highest sustained arrival rate, by search
 	$(LTH) capacity $(CAPACITY_ARGS); $(REPORT_AFTER)
 
 # What the harness costs the figure it measures (issue 53, docs/overhead.md): each tool through the harness
-# against the same command by hand, each side with its own Nginx (the same config, workers and CPUs), in PAIRS
-# interleaved pairs of DURATION s.
+# against the same command by hand, each side with its own Nginx (the same config, workers and CPUs), in
+# interleaved pairs of DURATION s (3), until the ratio's 95% interval is within +-PRECISION (0.02), or PAIRS pairs.
 .PHONY: bench-overhead
 bench-overhead: RUNTIME = both
 bench-overhead: TOOLS = wrk,oha
-bench-overhead: PAIRS ?= 5
-bench-overhead:  ## harness vs the same tool by hand: RPS ratio with its interval (RUNTIME=both, host or docker; PAIRS=5)
+bench-overhead:  ## harness vs the same tool by hand: RPS ratio with its interval, until +-2% (RUNTIME=both, host or docker)
 	NEED_DOCKER=$(if $(filter host,$(RUNTIME)),0,1) NEED_TOOLS=$(if $(filter docker swarm,$(RUNTIME)),0,1) scripts/deps.sh $(TOOLS)
-	$(LTH) overhead --runtime $(RUNTIME) --tools $(TOOLS) --pairs $(PAIRS) \
-	  --duration $(or $(DURATION),10) --results-root $(RESULTS_ROOT)
+	$(LTH) overhead --runtime $(RUNTIME) --tools $(TOOLS) $(if $(PAIRS),--pairs $(PAIRS)) \
+	  $(if $(PRECISION),--precision $(PRECISION)) $(if $(MAX_PAIRS),--max-pairs $(MAX_PAIRS)) \
+	  $(if $(DURATION),--duration $(DURATION)) --results-root $(RESULTS_ROOT)
 
 # bench-quick across "machines" made on this one for the run (harness/lab.py: sshd in network
 # namespaces on one bridge): the tools on GENERATORS test hosts, Nginx on another (docs/machines.md).

@@ -9,6 +9,8 @@ this, so there is nothing to remove afterwards.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from harness.errors import HarnessError
@@ -138,3 +140,24 @@ def choose_split(isolation: bool = True, target: str | None = None, tool: str | 
         raise HarnessError(f"--cpus-target {format_cpus(target_set)} and --cpus-tool {format_cpus(tool_set)} overlap: "
                            "the sets must be disjoint (or use --no-isolation)")
     return CpuSplit(available, target_set, tool_set, reason)
+
+
+@contextmanager
+def observer_on(cpus: tuple[int, ...]) -> Iterator[None]:
+    """The calling thread held to ``cpus`` for the block, and with it what it starts meanwhile (top, the thread
+    reading top, the docker or ssh client): during a load the harness's observation runs on the tool's CPUs, as
+    top ran on the study's load generator, never on the target's (issue 53). Empty ``cpus``: anywhere."""
+    if not cpus:
+        yield
+        return
+    before = os.sched_getaffinity(0)
+    try:
+        os.sched_setaffinity(0, cpus)
+        held = True
+    except OSError:        # CPUs this process may not use (a cpuset of its own): observe from where it is
+        held = False
+    try:
+        yield
+    finally:
+        if held:
+            os.sched_setaffinity(0, before)

@@ -23,7 +23,8 @@ from typing import Callable
 
 import psutil
 
-from harness.processes import end_process
+from harness.cpus import format_cpus
+from harness.processes import cpu_ns, end_process
 from harness.store.samples import CpuFrame, Sample, write_csv
 
 PidSource = Callable[[], set[int]]
@@ -103,6 +104,13 @@ def _raise_priority(task_id: int) -> None:
         pass
 
 
+def _allowed(pid: int) -> str | None:
+    try:
+        return format_cpus(tuple(sorted(os.sched_getaffinity(pid))))
+    except OSError:
+        return None
+
+
 class TopSampler:
     """``pids`` is the tool; ``others`` are further groups sampled from the same frames;
     ``check`` reads the tool's memory independently of top at every frame."""
@@ -123,6 +131,8 @@ class TopSampler:
         self.cpu_busy: list[CpuFrame] = []
         self._proc: subprocess.Popen | None = None
         self._thread: threading.Thread | None = None
+        self.top_cpu_ns: int | None = None   # top's own CPU, read as it is ended (this machine's top only)
+        self.top_cpus: str | None = None     # the CPUs top was allowed then, as the kernel says
 
     def __enter__(self) -> "TopSampler":
         local = ["top", "-b", "-d", str(self._interval_s), "-w", "512", "-e", "k", "-1"]
@@ -155,6 +165,9 @@ class TopSampler:
 
     def __exit__(self, *exc) -> None:
         if self._proc:   # it may block writing to a pipe nobody reads: never hang a run
+            if not self._command:
+                self.top_cpu_ns = cpu_ns(self._proc.pid)
+                self.top_cpus = _allowed(self._proc.pid)
             end_process(self._proc, grace_s=5)
         if self._thread:
             self._thread.join(timeout=5)

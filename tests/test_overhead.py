@@ -1,6 +1,7 @@
 """The overhead benchmark's arithmetic and its by-hand side, without root or load (harness/suite/overhead_check.py;
 its run end to end: tests/test_overhead_e2e.py)."""
 import json
+import math
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -25,43 +26,69 @@ def test_the_order_flips_every_pair():
     assert [oc.pair_order(i) for i in range(1, 5)] == [(oc.HARNESS, oc.BY_HAND), (oc.BY_HAND, oc.HARNESS)] * 2
 
 
-def test_five_pairs_give_their_range_as_the_interval_of_the_median():
-    # 5 draws: the median is the lowest value with probability 5.8% (> 2.5%), so the interval is the range
-    assert oc.median_interval(HOST) == (0.725, 0.971)
-    assert oc.median_interval(DOCKER) == (0.958, 1.009)
+def test_the_estimate_is_the_geometric_mean_so_a_ratio_and_its_inverse_cancel():
+    assert oc.geometric_mean([0.8, 1.25]) == pytest.approx(1.0)
+    assert oc.geometric_mean(HOST) == pytest.approx(0.90637, abs=1e-5)   # exp(mean(log r)); the median is 0.957
 
 
-def test_more_pairs_give_the_exact_bootstraps_order_statistics():
-    # 11 draws: the median is at most the k-th value with P(Bin(11, k/11) >= 6): k=2 0.7%, k=3 5.1%, k=8 94.9%,
-    # k=9 99.3%: the 2.5% and 97.5% points are the 3rd and 9th ratios
-    ratios = [0.95 + i / 200 for i in range(11)]   # 0.950 .. 1.000, median 0.975
-    low, high = oc.median_interval(ratios)
-    assert (low, high) == pytest.approx((ratios[2], ratios[8]))
-    assert oc.median_interval(ratios) == (low, high)   # seeded: the same ratios give the same interval
+def test_the_interval_is_a_seeded_bootstrap_of_the_geometric_mean():
+    low, high = oc.ratio_interval(HOST)
+    assert 0.725 <= low < oc.geometric_mean(HOST) < high <= 0.971      # inside the ratios' range, around the mean
+    assert oc.ratio_interval(HOST) == (low, high)                        # seeded: the same ratios, the same interval
+    # every draw's mean lies between the lowest and the highest ratio; a one-sided spread gives a one-sided shift
+    assert oc.ratio_interval([1.0] * 10 + [0.5]) [0] < 1.0 == oc.ratio_interval([1.0] * 10 + [0.5])[1]
+
+
+def test_more_pairs_narrow_the_interval_as_one_over_their_root():
+    # the same spread (+-10%, alternating) over 16 and 64 pairs: the half-width halves with 4 times the pairs
+    spread = lambda n: [1.1 if i % 2 else 1 / 1.1 for i in range(n)]   # noqa: E731
+    narrow, wide = oc.ratio_interval(spread(64)), oc.ratio_interval(spread(16))
+    assert oc.half_width(1.0, wide) / oc.half_width(1.0, narrow) == pytest.approx(2.0, rel=0.15)
+    assert oc.half_width(1.0, narrow) == pytest.approx(1.96 * math.log(1.1) / 8, rel=0.15)   # z * sd / sqrt(n)
 
 
 def test_identical_ratios_have_no_width_and_two_pairs_no_interval():
-    assert oc.median_interval([0.99] * 6) == (0.99, 0.99)
-    assert oc.median_interval([0.99, 1.01]) is None
+    assert oc.ratio_interval([0.99] * 6) == pytest.approx((0.99, 0.99))
+    assert oc.ratio_interval([0.99, 1.01]) is None
 
 
 def test_the_summary_line():
     assert oc.Summary.of("host", "wrk", pairs_of(HOST)).line() == \
-        "host wrk: harness/by-hand 0.957 [0.725, 0.971] over 5 pairs"
+        "host wrk: harness/by-hand 0.906 [0.809, 0.967] (+-10.7%) over 5 pairs"
     assert oc.Summary.of("docker", "oha", pairs_of(DOCKER)).line() == \
-        "docker oha: harness/by-hand 0.994 [0.958, 1.009] over 5 pairs"
+        "docker oha: harness/by-hand 0.986 [0.967, 1.005] (+-2.0%) over 5 pairs"
 
 
 def test_a_failed_side_leaves_its_pair_out_and_is_counted():
     pairs = [*pairs_of([0.98, 0.99, 1.0]), oc.Pair(4, oc.BY_HAND, None, 100_000.0, errors=["harness: failed: x"])]
     assert pairs[3].ratio is None
     summary = oc.Summary.of("host", "wrk", pairs)
-    assert (summary.median, summary.failed) == (0.99, 1)
-    assert summary.line() == "host wrk: harness/by-hand 0.990 [0.980, 1.000] over 3 pairs (1 failed)"
+    assert (summary.mean, summary.failed) == (pytest.approx(0.98997, abs=1e-5), 1)
+    assert summary.line().endswith("over 3 pairs (1 failed)")
     assert oc.Summary.of("host", "wrk", pairs_of([0.98])).line() == \
         "host wrk: harness/by-hand 0.980 over 1 pair (no interval below 3)"
     assert oc.Summary.of("host", "wrk", pairs[3:]).line() == \
         "host wrk: harness/by-hand not measured: every pair failed (1 failed)"
+
+
+def measured_with(ratios: list[float]) -> oc.Measured:
+    return oc.Measured("host", "wrk", pairs_of(ratios))
+
+
+def test_without_a_pair_count_pairs_go_on_until_the_interval_is_within_the_precision():
+    goal = oc.Goal(pairs=None, precision=0.02, max_pairs=400)
+    tight = [1.0 + (0.01 if i % 2 else -0.01) for i in range(oc.MIN_PAIRS_TO_STOP)]
+    assert goal.reached(measured_with(tight))                        # +-1% spread, 20 pairs: within +-2%
+    assert not goal.reached(measured_with(tight[:-1]))               # ... but not before MIN_PAIRS_TO_STOP
+    loose = [1.0 + (0.2 if i % 2 else -0.2) for i in range(100)]
+    assert not goal.reached(measured_with(loose))                    # +-20% over 100 pairs: about +-4%
+    assert oc.Goal(None, 0.02, max_pairs=100).reached(measured_with(loose))   # the cap ends it
+    failing = oc.Measured("host", "wrk", [oc.Pair(i, oc.HARNESS, None, 1.0, errors=["x"]) for i in range(1, 4)])
+    assert goal.reached(failing) and not goal.reached(oc.Measured("host", "wrk", failing.pairs[:2]))
+    assert oc.Goal(pairs=3).reached(measured_with([0.5, 2.0, 1.0]))  # --pairs: that many, however wide
+    assert not oc.Goal(pairs=4).reached(measured_with([0.5, 2.0, 1.0]))
+    assert oc.Goal(None).describe() == f"pairs until +-2% (at least {oc.MIN_PAIRS_TO_STOP}, at most {oc.MAX_PAIRS})"
+    assert oc.Goal(1).describe() == "1 pair"
 
 
 WRK = ["wrk", "-t1", "-c20", "-d10s", "--timeout", "10s", "-s", "/r/tools/wrk/report.lua", "http://198.18.0.6:80/style.css"]
@@ -134,9 +161,10 @@ def test_pairs_of_several_checks_are_pooled_per_runtime_and_tool(tmp_path, capsy
     first = overhead_json(tmp_path / "a", "host", [0.95, 0.96, 0.97, 0.98, 0.99])
     second = overhead_json(tmp_path / "b", "host", [1.0, 1.01, 1.02, 1.03, 1.04, 1.05])
     (pooled,) = oc.pooled([first, second])
-    assert (pooled.median, len(pooled.ratios)) == (pytest.approx(1.0), 11)
+    assert (pooled.mean, len(pooled.ratios)) == (pytest.approx(0.99950, abs=1e-5), 11)
     assert oc.main(["--pool", str(first), str(second)]) == 0
-    assert "host wrk: harness/by-hand 1.000 [0.970, 1.030] over 11 pairs" in capsys.readouterr().out
+    assert pooled.line() in capsys.readouterr().out
+    assert pooled.line().startswith("host wrk: harness/by-hand 0.999 [") and pooled.line().endswith("over 11 pairs")
     other = overhead_json(tmp_path / "c", "host", [1.0, 1.0, 1.0], duration_s=2)
     assert oc.main(["--pool", str(first), str(other)]) == 2
     assert "differ in scenario, duration" in capsys.readouterr().err
@@ -178,7 +206,8 @@ def test_an_unknown_tool_is_refused_before_any_folder_is_made(tmp_path, capsys):
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.parametrize("argv", [["--pairs", "0"], ["--duration", "0"], ["--runtime", "vm"]])
+@pytest.mark.parametrize("argv", [["--pairs", "0"], ["--duration", "0"], ["--runtime", "vm"], ["--max-pairs", "0"],
+                                  ["--precision", "0"], ["--precision", "2"]])
 def test_bad_arguments_are_refused(argv):
     with pytest.raises(SystemExit):
         oc.parse_args(argv)

@@ -35,6 +35,10 @@ def test_one_brief_pair_gives_a_ratio_of_two_measured_rates_and_leaves_nothing(t
     assert [a.replace(oc.HAND_TARGET_IP, host.TARGET_IP) for a in hand[3:]] == through
     target_cpus, tool_cpus = _row(folder)["cpus_target"], _row(folder)["cpus_tool"]
     assert hand[2] == tool_cpus
+    # the harness's own observation (top, its reader, the wait) was held to the tool's CPUs during the load, as the
+    # kernel read it back, and its cost is a small share of one CPU (1-2% on this machine)
+    assert pair["observer_cpus"] == tool_cpus and 0 < pair["observer_share"] < 0.5
+    assert f"observer {100 * pair['observer_share']:.1f}% of a CPU on {tool_cpus}" in result.stdout
     script = (folder / pair["by_hand_run"] / "commands.sh").read_text()
     assert f"taskset -c {target_cpus} ip netns exec {oc.HAND_NETNS} nginx -p /tmp/{oc.HAND_FOLDER}" in script
     assert pair["by_hand_nginx"] == pair["harness_nginx"] >= 2     # the same master and workers

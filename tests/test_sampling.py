@@ -54,6 +54,24 @@ def test_top_sees_a_real_child_process_memory_and_cpu(tmp_path):
     assert usage.cpu_avg_pct == pytest.approx(100 * float(share.read_text()), abs=25), share.read_text()
 
 
+def test_a_process_tree_is_the_root_and_every_descendant_as_psutil_finds_them():
+    # a shell, its two children and a grandchild (real processes); the tree walked from the kernel's children lists
+    # must be psutil's, read from every process
+    root = subprocess.Popen(["sh", "-c", "sleep 30 & (sleep 30 & wait) & wait"])
+    try:
+        deadline = time.time() + 10
+        while len(psutil.Process(root.pid).children(recursive=True)) < 3 and time.time() < deadline:
+            time.sleep(0.05)
+        expected = {root.pid, *(p.pid for p in psutil.Process(root.pid).children(recursive=True))}
+        assert len(expected) >= 4 and process_tree(root.pid) == expected
+    finally:
+        for pid in process_tree(root.pid) - {root.pid}:
+            os.kill(pid, 9)
+        root.kill()
+        root.wait()
+    assert process_tree(root.pid) == set()      # reaped: gone
+
+
 def test_load_window_separates_startup_peak_from_steady_figures():
     samples = [Sample(0, 300, 90.0, 1, True), Sample(1, 400, 150.0, 1, False),   # JVM start-up
                Sample(2, 100, 40.0, 1, False), Sample(3, 120, 60.0, 1, False),   # load window

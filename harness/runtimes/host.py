@@ -35,11 +35,29 @@ HOST_IP, TARGET_IP, PREFIX_LEN = "198.18.0.1", "198.18.0.2", 30
 
 
 def process_tree(root_pid: int) -> set[int]:
-    try:
-        root = psutil.Process(root_pid)
-        return {root_pid, *(child.pid for child in root.children(recursive=True))}
-    except psutil.NoSuchProcess:
-        return set()
+    """``root_pid`` and every process below it (empty: it is gone). The sampler asks once a second during a load:
+    walking the kernel's children lists reads the tree's own files (0.1 ms here) where psutil reads every
+    process's (2 ms); psutil where the kernel keeps no such list (CONFIG_PROC_CHILDREN)."""
+    if not os.path.exists(f"/proc/{root_pid}/task/{root_pid}/children"):
+        try:
+            root = psutil.Process(root_pid)
+            return {root_pid, *(child.pid for child in root.children(recursive=True))}
+        except psutil.NoSuchProcess:
+            return set()
+    found, todo = set(), [root_pid]
+    while todo:
+        pid = todo.pop()
+        try:
+            threads = os.listdir(f"/proc/{pid}/task")
+        except OSError:        # ended meanwhile: neither it nor its children are there any more
+            continue
+        found.add(pid)
+        for thread in threads:
+            try:
+                todo += [int(child) for child in Path(f"/proc/{pid}/task/{thread}/children").read_text().split()]
+            except OSError:
+                continue
+    return found
 
 
 def host_version(adapter: ToolAdapter) -> str:

@@ -26,6 +26,23 @@ EXECUTION = "execution.json"   # the process's facts beside its output and sampl
 
 
 @dataclass(frozen=True)
+class Observer:
+    """What the harness's own observation cost during a run's load (issue 53): the CPU seconds of its top and of
+    the harness's process (every thread: the one reading top's frames, the one waiting on the tool), and the CPUs
+    both were held to ("": any)."""
+    cpus: str
+    top_cpu_s: float | None      # None: top ran on another machine (ssh)
+    harness_cpu_s: float
+    wall_s: float
+
+    def share(self) -> float | None:
+        """Both together, as a share of one CPU over the load (0.01: 1% of a CPU)."""
+        if self.top_cpu_s is None or self.wall_s <= 0:
+            return None
+        return (self.top_cpu_s + self.harness_cpu_s) / self.wall_s
+
+
+@dataclass(frozen=True)
 class Execution:
     exit_code: int | None
     timed_out: bool
@@ -39,6 +56,7 @@ class Execution:
     cpu_busy: list[CpuFrame] | None = None             # every CPU's busy % per frame (top -1)
     target_cpu_busy: list[CpuFrame] | None = None      # the same on the target's machine, when it is another one
     overtime_s: float = 0.0          # past its deadline, still working, waited for (harness/suite/execution.py)
+    observer: Observer | None = None  # the harness's observation's own cost during the load
 
 
 def save_execution(execution: Execution, folder: Path) -> None:
@@ -49,7 +67,8 @@ def save_execution(execution: Execution, folder: Path) -> None:
         "exit_code": execution.exit_code, "timed_out": execution.timed_out, "wall_s": execution.wall_s,
         "overtime_s": execution.overtime_s,
         "launched_at": execution.launched_at, "others": sorted(execution.others or {}),
-        "affinity": execution.affinity, **frames}) + "\n")
+        "affinity": execution.affinity, **frames,
+        **({"observer": asdict(execution.observer)} if execution.observer else {})}) + "\n")
 
 
 def load_execution(folder: Path) -> Execution:
@@ -65,7 +84,8 @@ def load_execution(folder: Path) -> Execution:
         stdout=(folder / STDOUT).read_text(errors="replace"), stderr=(folder / STDERR).read_text(errors="replace"),
         others={name: read_csv(folder / f"samples-{name}.csv") for name in record["others"]},
         affinity=affinity, cpu_busy=frames.get("cpu_busy"), target_cpu_busy=frames.get("target_cpu_busy"),
-        overtime_s=record.get("overtime_s", 0.0))
+        overtime_s=record.get("overtime_s", 0.0),
+        observer=Observer(**record["observer"]) if record.get("observer") else None)
 
 
 @dataclass

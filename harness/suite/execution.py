@@ -16,11 +16,12 @@ import time
 from contextlib import nullcontext
 from pathlib import Path
 
+from harness.cpus import format_cpus, observer_on
 from harness.processes import signals_deferred
 from harness.runtimes.base import Session
 from harness.sampling import PidSource, TopSampler
 from harness.store.hdr import write_histogram
-from harness.store.record import SAMPLES, STDERR, STDOUT, Execution, save_execution
+from harness.store.record import SAMPLES, STDERR, STDOUT, Execution, Observer, save_execution
 from harness.tools.adapter import ToolAdapter
 from harness.tools.output import RunSpec, ToolOutput
 
@@ -38,7 +39,8 @@ def execute(session: Session, argv: list[str], run_dir: Path, timeout_s: float,
     # top on the target's machine streams before the tool starts: its ssh handshake and first frame
     # (whose CPU figure is dropped) must not compete with the load nor fall inside its window.
     remote_target = session.target_sampler()
-    with remote_target or nullcontext():
+    with observer_on(session.split.tool), remote_target or nullcontext():
+        harness_ns = time.process_time_ns()   # every thread's, ended ones too
         if remote_target is not None:
             remote_target.wait_first_frame(FIRST_FRAME_TIMEOUT_S)
         started, launched_at = time.monotonic(), time.time()
@@ -58,6 +60,8 @@ def execute(session: Session, argv: list[str], run_dir: Path, timeout_s: float,
                 with signals_deferred():
                     _stop_keeping_the_cause(session, proc, tool_pids)
                 raise
+        observer = Observer(sampler.top_cpus or format_cpus(session.split.tool), _seconds(sampler.top_cpu_ns),
+                            (time.process_time_ns() - harness_ns) / 1e9, time.monotonic() - started)
     session.finish(proc)    # before the output is read: a remote tool's files come back here
     sampler.write_csv(run_dir / SAMPLES)
     for name in others or {}:
@@ -79,9 +83,14 @@ def execute(session: Session, argv: list[str], run_dir: Path, timeout_s: float,
         affinity=sampler.affinity,
         cpu_busy=sampler.cpu_busy,
         target_cpu_busy=remote_target.cpu_busy if remote_target is not None else None,
+        observer=observer,
     )
     save_execution(execution, run_dir)
     return execution
+
+
+def _seconds(ns: int | None) -> float | None:
+    return None if ns is None else ns / 1e9
 
 
 def wait_while_working(proc: subprocess.Popen, timeout_s: float, overtime_s: float, sampler: TopSampler,

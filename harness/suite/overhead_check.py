@@ -11,11 +11,13 @@ Each pair is
   the project's lth-target image (its own copy of nginx.conf) with ``--cpuset-cpus <target CPUs>``, and
   ``docker run`` of the harness's tool image with ``--cpuset-cpus <tool CPUs>``. Everything is removed after.
 The tool's command is the adapter's for the same RunSpec (the URL aside); both sides' RPS come from the same
-adapter's parser. The order flips every pair. Per runtime and tool: harness/by-hand per pair, their median
-and its 95% bootstrap interval (3 pairs or more).
+adapter's parser. The order flips every pair. Per runtime and tool: harness/by-hand per pair, their geometric mean
+and its 95% bootstrap interval (3 pairs or more). Without --pairs, pairs are added until that interval lies within
++-2% of the estimate (--precision): on this kind of machine one pair's ratio spreads by ~+-15%, whatever the
+runs' length, so it takes 100-200 pairs of 3 s (docs/overhead.md).
 
 Usage (root; `make bench-overhead`; ``python -m harness.suite.overhead_check`` is the same):
-    lth overhead [--runtime both|host|docker] [--tools wrk,oha] [--pairs 5] [--duration 10] [--results-root results]
+    lth overhead [--runtime both|host|docker] [--tools wrk,oha] [--precision 0.02 | --pairs N] [--duration 3]
     lth overhead --pool results/<UTC>-overhead ...   # pairs of several checks
 Writes results/<UTC>-overhead/: overhead.json, harness/ (each harness run's results folder: runs.csv and every
 run's raw files) and by-hand/ (each hand run's commands.sh, the tool's output and Nginx's log).
@@ -26,8 +28,8 @@ import argparse
 import http.client
 import ipaddress
 import json
+import math
 import os
-import random
 import re
 import shlex
 import shutil
@@ -41,13 +43,16 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import numpy as np
 import psutil
 
+from analysis.uncertainty import CONFIDENCE, RESAMPLES, SEED, bootstrap
 from harness import PREFIX, REPO_ROOT, TARGET_DIR, TOOLS_DIR
 from harness.cpus import CpuSplit, choose_split, format_cpus
 from harness.errors import HarnessError
 from harness.scenarios import Scenario, select
 from harness.store.lock import Held, acquire
+from harness.store.record import Observer
 from harness.store.results import utc_stamp
 from harness.suite.plan import Plan
 from harness.suite.runner import run_suite
@@ -61,8 +66,11 @@ from harness.tools.output import RunSpec, ToolOutput
 SCENARIO = "scenarios/shootout.yaml:vu20-rtt0.1"
 RUNTIMES = ("host", "docker")
 HARNESS, BY_HAND = "harness", "by hand"
-CONFIDENCE, RESAMPLES, SEED = 0.95, 4000, 53   # the interval is a pure function of the ratios
 MIN_PAIRS = 3        # as analysis/uncertainty.py: fewer give no interval (a bootstrap of 2 is 1 in 3)
+# Without --pairs, pairs are added until the interval lies within +-PRECISION of the estimate, after at least
+# MIN_PAIRS_TO_STOP (a bootstrap of a few pairs can be narrow by chance) and at most MAX_PAIRS.
+PRECISION, MIN_PAIRS_TO_STOP, MAX_PAIRS = 0.02, 20, 400
+DURATION_S = 3       # the spread between runs does not shrink with their length here (docs/overhead.md)
 
 # The by-hand side's own names and addresses (lth-*, label lth: `make clean-state` removes what a killed check
 # leaves), in 198.18.0.0/15 beside the harness's own (host 198.18.0.0/30, Docker 198.18.1.0/24).
@@ -85,16 +93,24 @@ def pair_order(index: int) -> tuple[str, str]:
     return (HARNESS, BY_HAND) if index % 2 else (BY_HAND, HARNESS)
 
 
-def median_interval(values: Sequence[float], confidence: float = CONFIDENCE, resamples: int = RESAMPLES,
-                    seed: int = SEED) -> tuple[float, float] | None:
-    """Percentile bootstrap interval of the median (None below MIN_PAIRS values). With 5 values it is
-    their range: the order statistics' own 94% interval of a median."""
-    if len(values) < MIN_PAIRS:
+def geometric_mean(ratios: Sequence[float]) -> float:
+    """The ratios' geometric mean: the mean of their logarithms, back as a ratio (0.9 and 1/0.9 average to 1)."""
+    return math.exp(statistics.fmean(math.log(r) for r in ratios))
+
+
+def ratio_interval(ratios: Sequence[float], confidence: float = CONFIDENCE) -> tuple[float, float] | None:
+    """Percentile bootstrap interval of the ratios' geometric mean, seeded as every interval of the report's
+    (analysis/uncertainty.py): the same ratios always give the same interval. None below MIN_PAIRS ratios."""
+    if len(ratios) < MIN_PAIRS:
         return None
-    rng = random.Random(seed)
-    medians = sorted(statistics.median(rng.choices(values, k=len(values))) for _ in range(resamples))
-    tail = (1 - confidence) / 2
-    return medians[int(tail * (resamples - 1))], medians[round((1 - tail) * (resamples - 1))]
+    low, high = bootstrap(np.log(np.asarray(ratios, dtype=float)), np.mean, confidence)
+    return math.exp(low), math.exp(high)
+
+
+def half_width(estimate: float, interval: tuple[float, float]) -> float:
+    """How far the interval reaches from the estimate, as a share of it (the wider side): 0.02 is +-2%."""
+    low, high = interval
+    return max(high / estimate - 1, 1 - low / estimate)
 
 
 @dataclass(frozen=True)
@@ -108,6 +124,8 @@ class Pair:
     errors: list[str] = field(default_factory=list)
     harness_nginx: int | None = None   # Nginx's processes, master and workers (None: not seen)
     by_hand_nginx: int | None = None
+    observer_share: float | None = None   # the harness's top and process during its load, share of one CPU
+    observer_cpus: str | None = None      # the CPUs they were held to ("": any)
 
     @property
     def ratio(self) -> float | None:
@@ -122,27 +140,38 @@ class Summary:
     tool: str
     ratios: list[float]
     failed: int                    # pairs with no ratio
-    median: float | None
+    mean: float | None             # the ratios' geometric mean
     low: float | None
     high: float | None
 
     @classmethod
     def of(cls, runtime: str, tool: str, pairs: Sequence[Pair]) -> "Summary":
         ratios = [p.ratio for p in pairs if p.ratio is not None]
-        interval = median_interval(ratios)
-        return cls(runtime, tool, ratios, len(pairs) - len(ratios), statistics.median(ratios) if ratios else None,
+        interval = ratio_interval(ratios)
+        return cls(runtime, tool, ratios, len(pairs) - len(ratios), geometric_mean(ratios) if ratios else None,
                    *(interval or (None, None)))
 
+    @property
+    def precision(self) -> float | None:
+        """The interval's half-width as a share of the estimate (None: no interval yet)."""
+        return None if self.low is None else half_width(self.mean, (self.low, self.high))
+
+    def precise(self, precision: float) -> bool:
+        """Whether enough pairs were measured to stop: at least MIN_PAIRS_TO_STOP, the interval within
+        +-``precision`` of the estimate."""
+        return len(self.ratios) >= MIN_PAIRS_TO_STOP and self.precision is not None and self.precision <= precision
+
     def line(self) -> str:
-        """`host wrk: harness/by-hand 0.97 [0.95, 0.99] over 5 pairs`."""
+        """`host wrk: harness/by-hand 0.970 [0.951, 0.990] (+-2.0%) over 150 pairs`."""
         head = f"{self.runtime} {self.tool}: harness/by-hand"
         failed = f" ({self.failed} failed)" if self.failed else ""
         n = len(self.ratios)
-        if self.median is None:
+        if self.mean is None:
             return f"{head} not measured: every pair failed{failed}"
         if self.low is None:
-            return f"{head} {self.median:.3f} over {n} pair{'s' * (n != 1)}{failed} (no interval below {MIN_PAIRS})"
-        return f"{head} {self.median:.3f} [{self.low:.3f}, {self.high:.3f}] over {n} pairs{failed}"
+            return f"{head} {self.mean:.3f} over {n} pair{'s' * (n != 1)}{failed} (no interval below {MIN_PAIRS})"
+        return (f"{head} {self.mean:.3f} [{self.low:.3f}, {self.high:.3f}] (+-{100 * self.precision:.1f}%) "
+                f"over {n} pairs{failed}")
 
 
 # --- the runs -------------------------------------------------------------------------------------------------
@@ -433,43 +462,88 @@ def harness_nginx_processes(run_dir: Path) -> int | None:
     return sum(1 for p in seen.values() if p.get("name") == "nginx") or None
 
 
+def harness_observer(run_dir: Path) -> tuple[float | None, str | None]:
+    """What the harness's observation cost during its load (execution.json's observer): (share of one CPU, the
+    CPUs it was held to); (None, None) where it was not recorded."""
+    path = run_dir / "execution.json"
+    found = json.loads(path.read_text()).get("observer") if path.is_file() else None
+    if not found:
+        return None, None
+    return Observer(**found).share(), found["cpus"]
+
+
 def one_pair(runtime: str, adapter: ToolAdapter, scenario: Scenario, split: CpuSplit, index: int, root: Path,
              lock: Held) -> tuple[Pair, HandRun]:
     rps: dict[str, float | None] = {}
     errors: list[str] = []
     harness_run, hand_dir, hand = Path(root), root / "by-hand" / f"{runtime}-{adapter.name}-{index}", None
     processes: dict[str, int | None] = {}
+    observer: tuple[float | None, str | None] = (None, None)
     for side in pair_order(index):
         if side == HARNESS:
             rps[side], harness_run, error = harness_side(runtime, adapter, scenario, split, root, lock)
             processes[side] = harness_nginx_processes(harness_run)
+            observer = harness_observer(harness_run)
         else:
             got = by_hand(runtime, adapter, scenario, split, hand_dir, root)
             hand, rps[side], error, processes[side] = got.run, got.run.rps, got.run.error, got.nginx_processes
         errors += [error] if error else []
     pair = Pair(index, pair_order(index)[0], rps[HARNESS], rps[BY_HAND], str(harness_run.relative_to(root)),
-                str(hand_dir.relative_to(root)), errors, processes[HARNESS], processes[BY_HAND])
+                str(hand_dir.relative_to(root)), errors, processes[HARNESS], processes[BY_HAND], *observer)
     return pair, hand
 
 
-def measure_runtime(runtime: str, adapters: list[ToolAdapter], scenario: Scenario, pairs: int, root: Path,
-                    lock: Held) -> list[Measured]:
-    """Every pair of every tool in one runtime: the tools take turns within each pair index."""
+@dataclass(frozen=True)
+class Goal:
+    """How many pairs: exactly ``pairs``, or (``pairs`` None) until the interval is within +-``precision``,
+    after at least MIN_PAIRS_TO_STOP and at most ``max_pairs``."""
+    pairs: int | None
+    precision: float = PRECISION
+    max_pairs: int = MAX_PAIRS
+
+    @property
+    def limit(self) -> int:
+        return self.pairs or self.max_pairs
+
+    def reached(self, entry: Measured) -> bool:
+        if len(entry.pairs) >= self.limit:
+            return True
+        if len(entry.pairs) >= MIN_PAIRS and all(p.ratio is None for p in entry.pairs):
+            return True      # a tool or a set-up that fails every time: more pairs would fail as well
+        return self.pairs is None and Summary.of(entry.runtime, entry.tool, entry.pairs).precise(self.precision)
+
+    def describe(self) -> str:
+        if self.pairs:
+            return f"{self.pairs} pair{'s' * (self.pairs != 1)}"
+        return f"pairs until +-{100 * self.precision:g}% (at least {MIN_PAIRS_TO_STOP}, at most {self.max_pairs})"
+
+
+def measure_runtime(runtime: str, adapters: list[ToolAdapter], scenario: Scenario, goal: Goal, root: Path,
+                    lock: Held, measured: list[Measured], save: Callable[[], None]) -> None:
+    """Pairs of every tool in one runtime, appended to ``measured`` and saved after each: the tools take turns
+    within each pair index, each until its goal."""
     split = choose_split()
-    measured = {a.name: Measured(runtime, a.name) for a in adapters}
-    for index in range(1, pairs + 1):
-        for adapter in adapters:
-            print(f"{runtime} {adapter.name}: pair {index}/{pairs}, {' then '.join(pair_order(index))}", flush=True)
+    entries = {a.name: Measured(runtime, a.name) for a in adapters}
+    measured += entries.values()
+    for index in range(1, goal.limit + 1):
+        due = [a for a in adapters if not goal.reached(entries[a.name])]
+        if not due:
+            return
+        for adapter in due:
+            entry = entries[adapter.name]
+            print(f"{runtime} {adapter.name}: pair {index}, {' then '.join(pair_order(index))}", flush=True)
             pair, hand = one_pair(runtime, adapter, scenario, split, index, root, lock)
-            entry = measured[adapter.name]
             entry.pairs.append(pair)
             entry.by_hand_command = hand.argv or entry.by_hand_command
+            entry.harness_command = _harness_command(root / pair.harness_run) or entry.harness_command
             print(f"   harness {_rps(pair.harness_rps)}, by hand {_rps(pair.by_hand_rps)}: ratio "
                   f"{'n/a' if pair.ratio is None else f'{pair.ratio:.3f}'}; Nginx processes "
-                  f"{pair.harness_nginx or '?'} / {pair.by_hand_nginx or '?'}"
+                  f"{pair.harness_nginx or '?'} / {pair.by_hand_nginx or '?'}; {_observer(pair)}"
                   + "".join(f"; {e}" for e in pair.errors), flush=True)
-            entry.harness_command = _harness_command(root / pair.harness_run) or entry.harness_command
-    return list(measured.values())
+            if index >= MIN_PAIRS:
+                print(f"   so far: {Summary.of(runtime, adapter.name, entry.pairs).line()}", flush=True)
+            save()
+
 
 def _harness_command(run_dir: Path) -> list[str]:
     record = run_dir / "record.json"
@@ -479,6 +553,12 @@ def _harness_command(run_dir: Path) -> list[str]:
     return parts[0].get("command") or []
 
 
+def _observer(pair: Pair) -> str:
+    if pair.observer_share is None:
+        return "observer not recorded"
+    return f"observer {100 * pair.observer_share:.1f}% of a CPU on {pair.observer_cpus or 'any CPU'}"
+
+
 def _rps(value: float | None) -> str:
     return "failed" if value is None else f"{value:,.0f} rps"
 
@@ -486,18 +566,26 @@ def _rps(value: float | None) -> str:
 # --- the command ----------------------------------------------------------------------------------------------
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="lth overhead", description=__doc__.splitlines()[0],
-                                     epilog="example: lth overhead --runtime host --tools wrk --pairs 10 --duration 10")
+                                     epilog="example: lth overhead --runtime host --tools wrk --precision 0.03")
     parser.add_argument("--runtime", choices=(*RUNTIMES, "both"), default="both",
                         help="host, docker or both (default, as `make bench-overhead`)")
     parser.add_argument("--tools", default="wrk,oha", help="tool ids (default: wrk,oha: a C tool and a Rust tool)")
-    parser.add_argument("--pairs", type=int, default=5, help="interleaved pairs per runtime and tool")
-    parser.add_argument("--duration", type=int, default=10, help="seconds per run")
+    parser.add_argument("--pairs", type=int, help="exactly this many interleaved pairs per runtime and tool "
+                        "(default: as many as --precision takes)")
+    parser.add_argument("--precision", type=float, default=PRECISION,
+                        help=f"without --pairs: add pairs until the 95%% interval lies within +-this share of the "
+                             f"estimate (default {PRECISION}: +-{100 * PRECISION:g}%%; at least {MIN_PAIRS_TO_STOP} pairs)")
+    parser.add_argument("--max-pairs", type=int, default=MAX_PAIRS,
+                        help=f"without --pairs: stop at this many pairs, precise or not (default {MAX_PAIRS})")
+    parser.add_argument("--duration", type=int, default=DURATION_S, help=f"seconds per run (default {DURATION_S})")
     parser.add_argument("--results-root", type=Path, default=REPO_ROOT / "results")
     parser.add_argument("--pool", type=Path, nargs="+", metavar="FOLDER",
                         help="measure nothing: the summary of the pairs of these checks' folders together")
     args = parser.parse_args(argv)
-    if args.pairs < 1 or args.duration < 1:
-        parser.error("--pairs and --duration must be 1 or more")
+    if (args.pairs is not None and args.pairs < 1) or args.duration < 1 or args.max_pairs < 1:
+        parser.error("--pairs, --max-pairs and --duration must be 1 or more")
+    if not 0 < args.precision < 1:
+        parser.error("--precision is a share of the estimate between 0 and 1 (0.02: +-2%)")
     return args
 
 
@@ -536,8 +624,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with lock:
             return measure(args, adapters, scenario, lock)
-    except KeyboardInterrupt:     # Ctrl-C or SIGTERM (the runner raises it): the finished runtimes are written
-        print("interrupted: the pairs of every finished runtime are in overhead.json; everything started was removed",
+    except KeyboardInterrupt:     # Ctrl-C or SIGTERM (the runner raises it): every finished pair is written
+        print("interrupted: every finished pair is in overhead.json; everything started was removed",
               file=sys.stderr)
         return 130
 
@@ -546,12 +634,16 @@ def measure(args: argparse.Namespace, adapters: list[ToolAdapter], scenario: Sce
     root = args.results_root.resolve() / f"{utc_stamp()}-overhead"
     root.mkdir(parents=True)
     runtimes = RUNTIMES if args.runtime == "both" else (args.runtime,)
+    goal = Goal(args.pairs, args.precision, args.max_pairs)
+    print(f"{', '.join(runtimes)}; {', '.join(a.name for a in adapters)}: {goal.describe()} of {args.duration} s",
+          flush=True)
     if candidates_off():
         print(f"{CANDIDATES_ENV}={','.join(sorted(candidates_off()))}: measuring without these (issue 53.2)", flush=True)
     measured: list[Measured] = []
+    save = lambda: write(root, measured, args, goal, sys.argv)   # noqa: E731 - after every pair
     try:
         for runtime in runtimes:
-            measured += measure_runtime(runtime, adapters, scenario, args.pairs, root, lock)
+            measure_runtime(runtime, adapters, scenario, goal, root, lock, measured, save)
     except HarnessError as exc:
         print(f"error: {exc}", file=sys.stderr)
         if not measured and not any(root.iterdir()):
@@ -559,20 +651,26 @@ def measure(args: argparse.Namespace, adapters: list[ToolAdapter], scenario: Sce
             return 2
     finally:
         if measured:
-            write(root, measured, args, sys.argv)
+            save()
     summaries = [Summary.of(m.runtime, m.tool, m.pairs) for m in measured]
     print("\n".join(s.line() for s in summaries) + f"\nwritten: {root / 'overhead.json'}")
-    complete = len(summaries) == len(runtimes) * len(adapters) and all(s.median is not None for s in summaries)
+    complete = len(summaries) == len(runtimes) * len(adapters) and all(s.mean is not None for s in summaries)
     return 0 if complete else 1
 
 
-def write(root: Path, measured: list[Measured], args: argparse.Namespace, command: list[str]) -> None:
-    results = [{**asdict(Summary.of(m.runtime, m.tool, m.pairs)), "line": Summary.of(m.runtime, m.tool, m.pairs).line(),
-                "pairs": [{**asdict(p), "ratio": p.ratio} for p in m.pairs],
-                "harness_command": m.harness_command, "by_hand_command": m.by_hand_command} for m in measured]
+def write(root: Path, measured: list[Measured], args: argparse.Namespace, goal: Goal, command: list[str]) -> None:
+    results = []
+    for m in measured:
+        summary = Summary.of(m.runtime, m.tool, m.pairs)
+        shares = [p.observer_share for p in m.pairs if p.observer_share is not None]
+        results.append({**asdict(summary), "precision": summary.precision, "line": summary.line(),
+                        "observer_share_median": statistics.median(shares) if shares else None,
+                        "pairs": [{**asdict(p), "ratio": p.ratio} for p in m.pairs],
+                        "harness_command": m.harness_command, "by_hand_command": m.by_hand_command})
     summary = {"issue": 53, "scenario": SCENARIO, "duration_s": args.duration, "pairs_asked": args.pairs,
-               "confidence": CONFIDENCE, "interval": f"percentile bootstrap of the median ratio ({RESAMPLES} "
-               f"resamples, seed {SEED}); none below {MIN_PAIRS} pairs", "candidates_off": sorted(candidates_off()),
+               "goal": goal.describe(), "confidence": CONFIDENCE,
+               "interval": f"percentile bootstrap of the ratios' geometric mean ({RESAMPLES} resamples, seed {SEED}); "
+                           f"none below {MIN_PAIRS} pairs", "candidates_off": sorted(candidates_off()),
                "load": os.getloadavg(), "command": command, "results": results}
     (root / "overhead.json").write_text(json.dumps(summary, indent=2) + "\n")
 
