@@ -64,6 +64,9 @@ def stop_tool(proc: subprocess.Popen, pids: set[int]) -> None:
         proc.wait(timeout=5)
     except subprocess.TimeoutExpired:
         pass
+    # Frozen first, then killed: a parent killed after its child could fork again in between (a shell's `wait`
+    # returns when the child dies), and that new process, orphaned, would be in no list (CI saw a `sleep` left).
+    signal_pids(pids, signal.SIGSTOP)
     signal_pids(pids, signal.SIGKILL)
     if proc.poll() is None:
         proc.kill()
