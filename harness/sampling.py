@@ -23,7 +23,6 @@ from typing import Callable
 
 import psutil
 
-from harness.cpus import format_cpus
 from harness.processes import cpu_ns, end_process
 from harness.store.samples import CpuFrame, Sample, write_csv
 
@@ -104,13 +103,6 @@ def _raise_priority(task_id: int) -> None:
         pass
 
 
-def _allowed(pid: int) -> str | None:
-    try:
-        return format_cpus(tuple(sorted(os.sched_getaffinity(pid))))
-    except OSError:
-        return None
-
-
 class TopSampler:
     """``pids`` is the tool; ``others`` are further groups sampled from the same frames;
     ``check`` reads the tool's memory independently of top at every frame."""
@@ -167,7 +159,7 @@ class TopSampler:
         if self._proc:   # it may block writing to a pipe nobody reads: never hang a run
             if not self._command:
                 self.top_cpu_ns = cpu_ns(self._proc.pid)
-                self.top_cpus = _allowed(self._proc.pid)
+                self.top_cpus = (allowed_cpus(self._proc.pid) or {}).get("cpus")
             end_process(self._proc, grace_s=5)
         if self._thread:
             self._thread.join(timeout=5)
