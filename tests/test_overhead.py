@@ -112,6 +112,13 @@ def test_candidates_off_are_read_from_the_environment(monkeypatch):
     assert oc.candidates_off() == {"top", "wrk-script"}
 
 
+def test_an_unknown_candidate_is_refused_in_one_line(monkeypatch, tmp_path, capsys):
+    monkeypatch.setenv(oc.CANDIDATES_ENV, "image-files")      # format 1's; the mount is the default now
+    assert oc.main(["--results-root", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == "error: LTH_OVERHEAD_OFF: no such candidate image-files (known: wrk-script, mount)\n"
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_the_by_hand_commands_are_kept_as_a_script(tmp_path):
     commands = oc.Commands()
     commands.run(["true"])
@@ -149,12 +156,64 @@ def test_the_harnesss_nginx_processes_are_read_from_its_sampling(tmp_path):
     assert oc.harness_nginx_processes(tmp_path / "none") is None
 
 
-def overhead_json(folder: Path, runtime: str, ratios: list[float], duration_s: int = 10) -> Path:
+def overhead_json(folder: Path, runtime: str, ratios: list[float], duration_s: int = 10, **extra) -> Path:
     folder.mkdir()
     pairs = [{**vars(p), "ratio": p.ratio} for p in pairs_of(ratios)]
-    (folder / "overhead.json").write_text(json.dumps({"scenario": oc.SCENARIO, "duration_s": duration_s,
+    (folder / "overhead.json").write_text(json.dumps({"scenario": oc.SCENARIO, "duration_s": duration_s, **extra,
                                                       "results": [{"runtime": runtime, "tool": "wrk", "pairs": pairs}]}))
     return folder
+
+
+@pytest.mark.parametrize("runtime, written, read", [
+    ("docker", {"candidates_off": ["image-files"]}, ()),            # format 1, both sides mounted: today's default
+    ("docker", {}, ("mount",)),                                     # format 1's default: the image's own layer
+    ("host", {"candidates_off": ["wrk-script"]}, ("wrk-script",)),  # no Docker target: nothing to upgrade
+    ("docker", {"format": 2, "candidates_off": ["mount"]}, ("mount",)),
+    ("docker", {"format": 2}, ()),
+])
+def test_a_checks_settings_are_read_in_todays_terms_whatever_its_format(tmp_path, runtime, written, read):
+    folder = overhead_json(tmp_path / "a", runtime, [1.0], duration_s=3, **written)
+    assert oc.load(folder)[0] == (oc.SCENARIO, 3, read)
+
+
+def test_a_resumed_check_adds_pairs_after_its_own_until_the_goal(tmp_path, monkeypatch, capsys):
+    folder = overhead_json(tmp_path / "a", "host", [0.98, 1.02, 0.99], duration_s=3, format=2,
+                           commands=[["lth", "overhead"]])
+    (folder / "by-hand" / "host-wrk-4").mkdir(parents=True)        # a pair interrupted before it was recorded
+    ran = []
+
+    def measured_pair(runtime, adapter, scenario, split, index, root, lock):
+        ran.append((runtime, adapter.name, index, scenario.duration_s))
+        oc.hand_folder(root, runtime, adapter.name, index).mkdir()
+        return oc.Pair(index, oc.pair_order(index)[0], 100_000.0, 100_000.0), oc.HandRun(["wrk"], 1.0, None)
+    monkeypatch.setattr(oc, "one_pair", measured_pair)
+    monkeypatch.delenv(oc.CANDIDATES_ENV, raising=False)
+    args = oc.parse_args(["--resume", str(folder), "--runtime", "host", "--tools", "wrk", "--pairs", "5"])
+    args.duration, measured = oc.resumed(args.resume, args.duration)
+    (wrk,) = oc.registry.select("wrk")
+    scenario = oc.select(f"{oc.REPO_ROOT}/{oc.SCENARIO}", args.duration)[0]
+    assert oc.measure(args, [wrk], scenario, None, measured) == 0
+    assert ran == [("host", "wrk", 4, 3), ("host", "wrk", 5, 3)]       # after its 3 pairs, at its 3 s, to 5 in all
+    data = json.loads((folder / "overhead.json").read_text())
+    (result,) = data["results"]
+    assert [p["index"] for p in result["pairs"]] == [1, 2, 3, 4, 5] and result["line"].endswith("over 5 pairs")
+    assert data["commands"][0] == ["lth", "overhead"] and len(data["commands"]) == 2 and data["format"] == 2
+    assert "resuming" in capsys.readouterr().out
+    (aside,) = (folder / "by-hand").glob("host-wrk-4-interrupted-*")  # kept, not overwritten
+    assert (folder / "by-hand" / "host-wrk-4").is_dir()
+
+
+def test_a_check_that_differs_is_not_resumed(tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv(oc.CANDIDATES_ENV, raising=False)
+    folder = overhead_json(tmp_path / "a", "docker", [1.0], duration_s=3)   # format 1: by hand from the image
+    assert oc.main(["--resume", str(folder), "--results-root", str(tmp_path)]) == 2
+    assert "--resume: " in capsys.readouterr().err
+    folder = overhead_json(tmp_path / "b", "host", [1.0], duration_s=3)
+    assert oc.main(["--resume", str(folder), "--duration", "10"]) == 2
+    assert "this check would be" in capsys.readouterr().err
+    assert oc.main(["--resume", str(tmp_path / "none")]) == 2
+    assert capsys.readouterr().err.startswith("error: --resume: ")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "b"]
 
 
 def test_pairs_of_several_checks_are_pooled_per_runtime_and_tool(tmp_path, capsys):

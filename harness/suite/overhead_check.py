@@ -82,10 +82,14 @@ HAND_LABEL = f"{PREFIX}=overhead-hand"
 HAND_FOLDER = f"{PREFIX}-target-hand-"     # /tmp/lth-target-*: clean-state's rule for a host Nginx's folder
 BENCHMARKING = ipaddress.ip_network("198.18.0.0/15")
 READY_S = 30.0
-# Issue 53.2: a comma list of candidates to turn off for one check, to measure each one's cost (see
-# docs/overhead.md): "wrk-script" runs wrk by hand without the harness's report.lua (its rate read from wrk's
-# own Requests/sec line); "image-files" mounts a copy of targets/nginx/ at the by-hand Docker target's /srv/target.
+# Issue 53.2: a comma list of what the harness does to turn off on the by-hand side for one check, to measure
+# each one's cost (see docs/overhead.md): "wrk-script" runs wrk by hand without the harness's report.lua (its rate
+# read from wrk's own Requests/sec line); "mount" serves the by-hand Docker target's files from the image's own
+# layer, where by default a copy of targets/nginx/ is mounted at /srv/target as the harness mounts its staged one.
 CANDIDATES_ENV = "LTH_OVERHEAD_OFF"
+CANDIDATES = ("wrk-script", "mount")
+# overhead.json's format: 2 since the by-hand Docker target serves a mounted copy by default (settings() upgrades 1)
+FORMAT = 2
 
 # --- the arithmetic -------------------------------------------------------------------------------------------
 def pair_order(index: int) -> tuple[str, str]:
@@ -376,9 +380,9 @@ def docker_nginx(split: CpuSplit, commands: Commands, folder: Path, mounts: list
         commands.run(["docker", "network", "create", "--subnet", HAND_SUBNET, "--label", HAND_LABEL, HAND_NETWORK])
         network_made = True
         check_subnet(commands, HAND_NETWORK)
-        # "image-files": Nginx's files from a folder mounted as the harness mounts its staged one, not the image's
-        # own layer (overlayfs), the rest alike
-        mounted = folder / "target" if "image-files" in candidates_off() else None
+        # Nginx's files from a folder mounted as the harness mounts its staged one: served from the image's own
+        # layer (overlayfs, "mount" off) Nginx served 13-29% less here (CHANGELOG.md, 2026-11-28)
+        mounted = None if "mount" in candidates_off() else folder / "target"
         if mounted is not None:
             shutil.copytree(TARGET_DIR, mounted, ignore=shutil.ignore_patterns("Dockerfile", "target.toml"))
             (mounted / "tmp").mkdir()
@@ -472,11 +476,20 @@ def harness_observer(run_dir: Path) -> tuple[float | None, str | None]:
     return Observer(**found).share(), found["cpus"]
 
 
+def hand_folder(root: Path, runtime: str, tool: str, index: int) -> Path:
+    """Where pair ``index``'s by-hand side keeps its files. One left by a pair interrupted before it was recorded
+    (a resumed check) is renamed aside, not overwritten."""
+    folder = root / "by-hand" / f"{runtime}-{tool}-{index}"
+    if folder.exists():
+        folder.rename(folder.with_name(f"{folder.name}-interrupted-{utc_stamp()}"))
+    return folder
+
+
 def one_pair(runtime: str, adapter: ToolAdapter, scenario: Scenario, split: CpuSplit, index: int, root: Path,
              lock: Held) -> tuple[Pair, HandRun]:
     rps: dict[str, float | None] = {}
     errors: list[str] = []
-    harness_run, hand_dir, hand = Path(root), root / "by-hand" / f"{runtime}-{adapter.name}-{index}", None
+    harness_run, hand_dir, hand = Path(root), hand_folder(root, runtime, adapter.name, index), None
     processes: dict[str, int | None] = {}
     observer: tuple[float | None, str | None] = (None, None)
     for side in pair_order(index):
@@ -518,19 +531,25 @@ class Goal:
         return f"pairs until +-{100 * self.precision:g}% (at least {MIN_PAIRS_TO_STOP}, at most {self.max_pairs})"
 
 
+def entry_for(measured: list[Measured], runtime: str, tool: str) -> Measured:
+    """The runtime and tool's pairs so far (a resumed check's), or a new entry appended to ``measured``."""
+    for entry in measured:
+        if (entry.runtime, entry.tool) == (runtime, tool):
+            return entry
+    measured.append(Measured(runtime, tool))
+    return measured[-1]
+
+
 def measure_runtime(runtime: str, adapters: list[ToolAdapter], scenario: Scenario, goal: Goal, root: Path,
                     lock: Held, measured: list[Measured], save: Callable[[], None]) -> None:
-    """Pairs of every tool in one runtime, appended to ``measured`` and saved after each: the tools take turns
-    within each pair index, each until its goal."""
+    """Pairs of every tool in one runtime, appended to its entry in ``measured`` (after a resumed check's) and
+    saved after each: the tools take turns, each until its goal."""
     split = choose_split()
-    entries = {a.name: Measured(runtime, a.name) for a in adapters}
-    measured += entries.values()
-    for index in range(1, goal.limit + 1):
-        due = [a for a in adapters if not goal.reached(entries[a.name])]
-        if not due:
-            return
+    entries = {a.name: entry_for(measured, runtime, a.name) for a in adapters}
+    while due := [a for a in adapters if not goal.reached(entries[a.name])]:
         for adapter in due:
             entry = entries[adapter.name]
+            index = len(entry.pairs) + 1
             print(f"{runtime} {adapter.name}: pair {index}, {' then '.join(pair_order(index))}", flush=True)
             pair, hand = one_pair(runtime, adapter, scenario, split, index, root, lock)
             entry.pairs.append(pair)
@@ -577,32 +596,72 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                              f"estimate (default {PRECISION}: +-{100 * PRECISION:g}%%; at least {MIN_PAIRS_TO_STOP} pairs)")
     parser.add_argument("--max-pairs", type=int, default=MAX_PAIRS,
                         help=f"without --pairs: stop at this many pairs, precise or not (default {MAX_PAIRS})")
-    parser.add_argument("--duration", type=int, default=DURATION_S, help=f"seconds per run (default {DURATION_S})")
+    parser.add_argument("--duration", type=int, help=f"seconds per run (default {DURATION_S}; "
+                                                      "with --resume, the check's own)")
     parser.add_argument("--results-root", type=Path, default=REPO_ROOT / "results")
     parser.add_argument("--pool", type=Path, nargs="+", metavar="FOLDER",
                         help="measure nothing: the summary of the pairs of these checks' folders together")
+    parser.add_argument("--resume", type=Path, metavar="FOLDER",
+                        help="add pairs to this check's folder (an interrupted or imprecise one) until the goal, "
+                             "counting its pairs; the same duration and candidates off")
     args = parser.parse_args(argv)
-    if (args.pairs is not None and args.pairs < 1) or args.duration < 1 or args.max_pairs < 1:
+    if (args.pairs is not None and args.pairs < 1) or (args.duration is not None and args.duration < 1) \
+            or args.max_pairs < 1:
         parser.error("--pairs, --max-pairs and --duration must be 1 or more")
     if not 0 < args.precision < 1:
         parser.error("--precision is a share of the estimate between 0 and 1 (0.02: +-2%)")
     return args
 
 
+Settings = tuple[str, int, tuple[str, ...]]    # scenario, seconds per run, candidates off: pairs pool only alike
+
+
+def settings(data: dict) -> Settings:
+    """A check's settings from its overhead.json, of any format. Format 1 (no "format"): the by-hand Docker target
+    served the image's files unless "image-files" was off, which is format 2's default; "mount" off is the old
+    default."""
+    off = set(data.get("candidates_off", []))
+    if data.get("format", 1) < 2 and any(r["runtime"] == "docker" for r in data["results"]):
+        off = off - {"image-files"} if "image-files" in off else off | {"mount"}
+    return data["scenario"], data["duration_s"], tuple(sorted(off - {"image-files"}))
+
+
+def load(folder: Path) -> tuple[Settings, list[Measured]]:
+    """A check's settings and its pairs per runtime and tool, from its folder's overhead.json."""
+    data = json.loads((folder / "overhead.json").read_text())
+    measured = [Measured(r["runtime"], r["tool"], [Pair(**{k: v for k, v in p.items() if k != "ratio"})
+                                                   for p in r["pairs"]],
+                         r.get("by_hand_command", []), r.get("harness_command", [])) for r in data["results"]]
+    return settings(data), measured
+
+
 def pooled(folders: list[Path]) -> list[Summary]:
-    """Per runtime and tool, the summary of every pair the checks in ``folders`` measured (the same scenario
-    and duration: refused otherwise)."""
+    """Per runtime and tool, the summary of every pair the checks in ``folders`` measured (the same scenario,
+    duration and candidates off: refused otherwise)."""
     pairs: dict[tuple[str, str], list[Pair]] = {}
-    settings = set()
+    found = set()
     for folder in folders:
-        data = json.loads((folder / "overhead.json").read_text())
-        settings.add((data["scenario"], data["duration_s"], tuple(sorted(data.get("candidates_off", [])))))
-        for result in data["results"]:
-            pairs.setdefault((result["runtime"], result["tool"]), []).extend(
-                Pair(**{k: v for k, v in p.items() if k != "ratio"}) for p in result["pairs"])
-    if len(settings) > 1:
-        raise HarnessError(f"--pool: these checks differ in scenario, duration or candidates off: {sorted(settings)}")
+        setting, measured = load(folder)
+        found.add(setting)
+        for m in measured:
+            pairs.setdefault((m.runtime, m.tool), []).extend(m.pairs)
+    if len(found) > 1:
+        raise HarnessError(f"--pool: these checks differ in scenario, duration or candidates off: {sorted(found)}")
     return [Summary.of(runtime, tool, found) for (runtime, tool), found in pairs.items()]
+
+
+def resumed(folder: Path, duration_s: int | None) -> tuple[int, list[Measured]]:
+    """A check's folder to add pairs to: its seconds per run and its pairs so far. Refused (HarnessError) where
+    this check would differ from it."""
+    try:
+        (scenario, duration, off), measured = load(folder)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise HarnessError(f"--resume: {folder} holds no readable overhead.json ({exc})") from None
+    now = (SCENARIO, duration_s or duration, tuple(sorted(candidates_off())))
+    if now != (scenario, duration, off):
+        raise HarnessError(f"--resume: {folder} was measured with (scenario, seconds, candidates off) "
+                           f"{(scenario, duration, off)}, this check would be {now}")
+    return duration, measured
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -614,7 +673,14 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: --pool: {exc}", file=sys.stderr)
             return 2
         return 0
+    measured: list[Measured] = []
     try:
+        if unknown := candidates_off() - set(CANDIDATES):
+            raise HarnessError(f"{CANDIDATES_ENV}: no such candidate {', '.join(sorted(unknown))} "
+                               f"(known: {', '.join(CANDIDATES)})")
+        if args.resume:
+            args.duration, measured = resumed(args.resume, args.duration)
+        args.duration = args.duration or DURATION_S
         adapters = registry.select(args.tools)
         scenario = select(f"{REPO_ROOT}/{SCENARIO}", args.duration)[0]
         lock = acquire()    # held for every pair: nothing else runs between them
@@ -623,24 +689,30 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         with lock:
-            return measure(args, adapters, scenario, lock)
+            return measure(args, adapters, scenario, lock, measured)
     except KeyboardInterrupt:     # Ctrl-C or SIGTERM (the runner raises it): every finished pair is written
         print("interrupted: every finished pair is in overhead.json; everything started was removed",
               file=sys.stderr)
         return 130
 
 
-def measure(args: argparse.Namespace, adapters: list[ToolAdapter], scenario: Scenario, lock: Held) -> int:
-    root = args.results_root.resolve() / f"{utc_stamp()}-overhead"
-    root.mkdir(parents=True)
+def measure(args: argparse.Namespace, adapters: list[ToolAdapter], scenario: Scenario, lock: Held,
+            measured: list[Measured]) -> int:
+    """Pairs until the goal, into a new folder or (``args.resume``) the resumed one, after its ``measured``."""
+    root = args.resume.resolve() if args.resume else args.results_root.resolve() / f"{utc_stamp()}-overhead"
+    root.mkdir(parents=True, exist_ok=bool(args.resume))
+    commands = [*json.loads((root / "overhead.json").read_text()).get("commands", []), sys.argv] if args.resume \
+        else [sys.argv]
     runtimes = RUNTIMES if args.runtime == "both" else (args.runtime,)
     goal = Goal(args.pairs, args.precision, args.max_pairs)
     print(f"{', '.join(runtimes)}; {', '.join(a.name for a in adapters)}: {goal.describe()} of {args.duration} s",
           flush=True)
     if candidates_off():
         print(f"{CANDIDATES_ENV}={','.join(sorted(candidates_off()))}: measuring without these (issue 53.2)", flush=True)
-    measured: list[Measured] = []
-    save = lambda: write(root, measured, args, goal, sys.argv)   # noqa: E731 - after every pair
+    if args.resume:
+        print(f"resuming {root}: " + "; ".join(f"{m.runtime} {m.tool} {len(m.pairs)} pairs" for m in measured),
+              flush=True)
+    save = lambda: write(root, measured, args, goal, commands)   # noqa: E731 - after every pair
     try:
         for runtime in runtimes:
             measure_runtime(runtime, adapters, scenario, goal, root, lock, measured, save)
@@ -654,11 +726,13 @@ def measure(args: argparse.Namespace, adapters: list[ToolAdapter], scenario: Sce
             save()
     summaries = [Summary.of(m.runtime, m.tool, m.pairs) for m in measured]
     print("\n".join(s.line() for s in summaries) + f"\nwritten: {root / 'overhead.json'}")
-    complete = len(summaries) == len(runtimes) * len(adapters) and all(s.mean is not None for s in summaries)
+    asked = [s for s in summaries if s.runtime in runtimes and s.tool in {a.name for a in adapters}]
+    complete = len(asked) == len(runtimes) * len(adapters) and all(s.mean is not None for s in asked)
     return 0 if complete else 1
 
 
-def write(root: Path, measured: list[Measured], args: argparse.Namespace, goal: Goal, command: list[str]) -> None:
+def write(root: Path, measured: list[Measured], args: argparse.Namespace, goal: Goal,
+          commands: list[list[str]]) -> None:
     results = []
     for m in measured:
         summary = Summary.of(m.runtime, m.tool, m.pairs)
@@ -667,11 +741,11 @@ def write(root: Path, measured: list[Measured], args: argparse.Namespace, goal: 
                         "observer_share_median": statistics.median(shares) if shares else None,
                         "pairs": [{**asdict(p), "ratio": p.ratio} for p in m.pairs],
                         "harness_command": m.harness_command, "by_hand_command": m.by_hand_command})
-    summary = {"issue": 53, "scenario": SCENARIO, "duration_s": args.duration, "pairs_asked": args.pairs,
+    summary = {"format": FORMAT, "issue": 53, "scenario": SCENARIO, "duration_s": args.duration, "pairs_asked": args.pairs,
                "goal": goal.describe(), "confidence": CONFIDENCE,
                "interval": f"percentile bootstrap of the ratios' geometric mean ({RESAMPLES} resamples, seed {SEED}); "
                            f"none below {MIN_PAIRS} pairs", "candidates_off": sorted(candidates_off()),
-               "load": os.getloadavg(), "command": command, "results": results}
+               "load": os.getloadavg(), "command": commands[0], "commands": commands, "results": results}
     (root / "overhead.json").write_text(json.dumps(summary, indent=2) + "\n")
 
 
