@@ -236,9 +236,11 @@ def test_wrk_through_the_shaper_sees_the_rtt_and_its_ceiling(bench_quick, runtim
         assert float(row["shaper_added_ms"]) == pytest.approx(under_load["via_ms"] - measured, abs=1e-3)
         assert float(row["shaper_cpu_pct"]) > 0 and "ms under the load: limited by" in typed.output_all
     # wrk sees the RTT: its p50 sits on the RTT a probe saw through the same path during the load (which holds
-    # the queueing of a one-core target and proxy at 100 connections: 52.8-54.9 ms here), netem's idle one
+    # the queueing of a one-core target and proxy at 100 connections: 52.8-54.9 ms here), netem's idle one. The
+    # probe samples that queue a few times, wrk's p50 is the whole run's: CI, 2026-11-28, probe 50.5 ms and wrk's
+    # p50 53.8 ms. 5 ms above still fails a path that lost or doubled the 50 ms.
     loaded = float(row["rtt_loaded_ms"]) if row["rtt_loaded_ms"] else measured
-    assert measured - 0.5 <= float(row["lat_p50_ms"]) <= loaded + 3, (row["lat_p50_ms"], measured, loaded)
+    assert measured - 0.5 <= float(row["lat_p50_ms"]) <= loaded + 5, (row["lat_p50_ms"], measured, loaded)
     assert float(row["rps"]) <= 100 / 0.050
     assert row["lat_added_ms"] == "" and row["wire_p50_ms"] == ""   # both need --capture (tests/test_capture.py)
     assert f"RTT shaping: {row['shaper']}" in typed.output_all
