@@ -189,15 +189,17 @@ def test_a_resumed_check_adds_pairs_after_its_own_until_the_goal(tmp_path, monke
     monkeypatch.setattr(oc, "one_pair", measured_pair)
     monkeypatch.delenv(oc.CANDIDATES_ENV, raising=False)
     args = oc.parse_args(["--resume", str(folder), "--runtime", "host", "--tools", "wrk", "--pairs", "5"])
-    args.duration, measured = oc.resumed(args.resume, args.duration)
+    args.duration, measured, commands = oc.resumed(args.resume, args.duration)
     (wrk,) = oc.registry.select("wrk")
     scenario = oc.select(f"{oc.REPO_ROOT}/{oc.SCENARIO}", args.duration)[0]
-    assert oc.measure(args, [wrk], scenario, None, measured) == 0
+    assert oc.measure(args, [wrk], scenario, None, measured, [*commands, ["lth", "overhead", "--resume"]]) == 0
     assert ran == [("host", "wrk", 4, 3), ("host", "wrk", 5, 3)]       # after its 3 pairs, at its 3 s, to 5 in all
     data = json.loads((folder / "overhead.json").read_text())
     (result,) = data["results"]
     assert [p["index"] for p in result["pairs"]] == [1, 2, 3, 4, 5] and result["line"].endswith("over 5 pairs")
-    assert data["commands"][0] == ["lth", "overhead"] and len(data["commands"]) == 2 and data["format"] == 2
+    assert data["commands"] == [["lth", "overhead"], ["lth", "overhead", "--resume"]] and data["format"] == 2
+    format_1 = overhead_json(tmp_path / "b", "host", [1.0], duration_s=3, command=["lth", "overhead", "--pairs", "1"])
+    assert oc.resumed(format_1, None)[2] == [["lth", "overhead", "--pairs", "1"]]   # its one command kept
     assert "resuming" in capsys.readouterr().out
     (aside,) = (folder / "by-hand").glob("host-wrk-4-interrupted-*")  # kept, not overwritten
     assert (folder / "by-hand" / "host-wrk-4").is_dir()

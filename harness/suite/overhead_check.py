@@ -650,18 +650,20 @@ def pooled(folders: list[Path]) -> list[Summary]:
     return [Summary.of(runtime, tool, found) for (runtime, tool), found in pairs.items()]
 
 
-def resumed(folder: Path, duration_s: int | None) -> tuple[int, list[Measured]]:
-    """A check's folder to add pairs to: its seconds per run and its pairs so far. Refused (HarnessError) where
-    this check would differ from it."""
+def resumed(folder: Path, duration_s: int | None) -> tuple[int, list[Measured], list[list[str]]]:
+    """A check's folder to add pairs to: its seconds per run, its pairs so far and the commands that measured
+    them (format 1 kept one). Refused (HarnessError) where this check would differ from it."""
     try:
         (scenario, duration, off), measured = load(folder)
+        data = json.loads((folder / "overhead.json").read_text())
+        commands = data.get("commands") or [data[key] for key in ("command",) if key in data]
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise HarnessError(f"--resume: {folder} holds no readable overhead.json ({exc})") from None
     now = (SCENARIO, duration_s or duration, tuple(sorted(candidates_off())))
     if now != (scenario, duration, off):
         raise HarnessError(f"--resume: {folder} was measured with (scenario, seconds, candidates off) "
                            f"{(scenario, duration, off)}, this check would be {now}")
-    return duration, measured
+    return duration, measured, commands
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -674,12 +676,13 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         return 0
     measured: list[Measured] = []
+    commands: list[list[str]] = []
     try:
         if unknown := candidates_off() - set(CANDIDATES):
             raise HarnessError(f"{CANDIDATES_ENV}: no such candidate {', '.join(sorted(unknown))} "
                                f"(known: {', '.join(CANDIDATES)})")
         if args.resume:
-            args.duration, measured = resumed(args.resume, args.duration)
+            args.duration, measured, commands = resumed(args.resume, args.duration)
         args.duration = args.duration or DURATION_S
         adapters = registry.select(args.tools)
         scenario = select(f"{REPO_ROOT}/{SCENARIO}", args.duration)[0]
@@ -689,7 +692,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         with lock:
-            return measure(args, adapters, scenario, lock, measured)
+            return measure(args, adapters, scenario, lock, measured, [*commands, sys.argv])
     except KeyboardInterrupt:     # Ctrl-C or SIGTERM (the runner raises it): every finished pair is written
         print("interrupted: every finished pair is in overhead.json; everything started was removed",
               file=sys.stderr)
@@ -697,12 +700,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def measure(args: argparse.Namespace, adapters: list[ToolAdapter], scenario: Scenario, lock: Held,
-            measured: list[Measured]) -> int:
-    """Pairs until the goal, into a new folder or (``args.resume``) the resumed one, after its ``measured``."""
+            measured: list[Measured], commands: list[list[str]]) -> int:
+    """Pairs until the goal, into a new folder or (``args.resume``) the resumed one, after its ``measured``;
+    ``commands``: every command that measured in it, this one last."""
     root = args.resume.resolve() if args.resume else args.results_root.resolve() / f"{utc_stamp()}-overhead"
     root.mkdir(parents=True, exist_ok=bool(args.resume))
-    commands = [*json.loads((root / "overhead.json").read_text()).get("commands", []), sys.argv] if args.resume \
-        else [sys.argv]
     runtimes = RUNTIMES if args.runtime == "both" else (args.runtime,)
     goal = Goal(args.pairs, args.precision, args.max_pairs)
     print(f"{', '.join(runtimes)}; {', '.join(a.name for a in adapters)}: {goal.describe()} of {args.duration} s",
