@@ -267,6 +267,15 @@ def test_an_unknown_tool_is_refused_before_any_folder_is_made(tmp_path, capsys):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize(("argv", "cap"), [([], oc.MAX_PAIRS), (["--precision", "0.01"], 4 * oc.MAX_PAIRS),
+                                           (["--precision", "0.04"], oc.MAX_PAIRS // 4),
+                                           (["--precision", "0.5"], oc.MIN_PAIRS_TO_STOP),
+                                           (["--precision", "0.01", "--max-pairs", "50"], 50)])
+def test_the_default_cap_grows_with_the_precision_asked(argv, cap):
+    """+-1% takes ~4 times the pairs of +-2%: the cap of +-2% (400) would stop it short (issue 53)."""
+    assert oc.parse_args(argv).max_pairs == cap
+
+
 @pytest.mark.parametrize("argv", [["--pairs", "0"], ["--duration", "0"], ["--runtime", "vm"], ["--max-pairs", "0"],
                                   ["--precision", "0"], ["--precision", "2"]])
 def test_bad_arguments_are_refused(argv):

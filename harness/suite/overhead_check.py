@@ -68,7 +68,8 @@ RUNTIMES = ("host", "docker")
 HARNESS, BY_HAND = "harness", "by hand"
 MIN_PAIRS = 3        # as analysis/uncertainty.py: fewer give no interval (a bootstrap of 2 is 1 in 3)
 # Without --pairs, pairs are added until the interval lies within +-PRECISION of the estimate, after at least
-# MIN_PAIRS_TO_STOP (a bootstrap of a few pairs can be narrow by chance) and at most MAX_PAIRS.
+# MIN_PAIRS_TO_STOP (a bootstrap of a few pairs can be narrow by chance) and at most MAX_PAIRS (at PRECISION;
+# max_pairs_for() scales it to the precision asked).
 PRECISION, MIN_PAIRS_TO_STOP, MAX_PAIRS = 0.02, 20, 400
 DURATION_S = 3       # the spread between runs does not shrink with their length here (docs/overhead.md)
 
@@ -506,6 +507,12 @@ def one_pair(runtime: str, adapter: ToolAdapter, scenario: Scenario, split: CpuS
     return pair, hand
 
 
+def max_pairs_for(precision: float) -> int:
+    """The default cap at ``precision``: MAX_PAIRS at PRECISION, scaled as the pairs it takes (an interval
+    narrows as one over the root of the pairs), so +-1% is not stopped at +-2%'s cap."""
+    return max(MIN_PAIRS_TO_STOP, math.ceil(MAX_PAIRS * (PRECISION / precision) ** 2))
+
+
 @dataclass(frozen=True)
 class Goal:
     """How many pairs: exactly ``pairs``, or (``pairs`` None) until the interval is within +-``precision``,
@@ -594,8 +601,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--precision", type=float, default=PRECISION,
                         help=f"without --pairs: add pairs until the 95%% interval lies within +-this share of the "
                              f"estimate (default {PRECISION}: +-{100 * PRECISION:g}%%; at least {MIN_PAIRS_TO_STOP} pairs)")
-    parser.add_argument("--max-pairs", type=int, default=MAX_PAIRS,
-                        help=f"without --pairs: stop at this many pairs, precise or not (default {MAX_PAIRS})")
+    parser.add_argument("--max-pairs", type=int,
+                        help=f"without --pairs: stop at this many pairs, precise or not (default {MAX_PAIRS} at "
+                             f"+-{100 * PRECISION:g}%%, scaled as the pairs a precision takes: {max_pairs_for(0.01)} "
+                             f"at +-1%%)")
     parser.add_argument("--duration", type=int, help=f"seconds per run (default {DURATION_S}; "
                                                       "with --resume, the check's own)")
     parser.add_argument("--results-root", type=Path, default=REPO_ROOT / "results")
@@ -606,10 +615,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                              "counting its pairs; the same duration and candidates off")
     args = parser.parse_args(argv)
     if (args.pairs is not None and args.pairs < 1) or (args.duration is not None and args.duration < 1) \
-            or args.max_pairs < 1:
+            or (args.max_pairs is not None and args.max_pairs < 1):
         parser.error("--pairs, --max-pairs and --duration must be 1 or more")
     if not 0 < args.precision < 1:
         parser.error("--precision is a share of the estimate between 0 and 1 (0.02: +-2%)")
+    args.max_pairs = args.max_pairs or max_pairs_for(args.precision)
     return args
 
 
