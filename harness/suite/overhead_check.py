@@ -638,7 +638,11 @@ def settings(data: dict) -> Settings:
 
 def load(folder: Path) -> tuple[Settings, list[Measured]]:
     """A check's settings and its pairs per runtime and tool, from its folder's overhead.json."""
-    data = json.loads((folder / "overhead.json").read_text())
+    return loaded(json.loads((folder / "overhead.json").read_text()))
+
+
+def loaded(data: dict) -> tuple[Settings, list[Measured]]:
+    """The settings and pairs of a check's overhead.json, already read."""
     measured = [Measured(r["runtime"], r["tool"], [Pair(**{k: v for k, v in p.items() if k != "ratio"})
                                                    for p in r["pairs"]],
                          r.get("by_hand_command", []), r.get("harness_command", [])) for r in data["results"]]
@@ -664,8 +668,8 @@ def resumed(folder: Path, duration_s: int | None) -> tuple[int, list[Measured], 
     """A check's folder to add pairs to: its seconds per run, its pairs so far and the commands that measured
     them (format 1 kept one). Refused (HarnessError) where this check would differ from it."""
     try:
-        (scenario, duration, off), measured = load(folder)
         data = json.loads((folder / "overhead.json").read_text())
+        (scenario, duration, off), measured = loaded(data)
         commands = data.get("commands") or [data[key] for key in ("command",) if key in data]
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise HarnessError(f"--resume: {folder} holds no readable overhead.json ({exc})") from None
