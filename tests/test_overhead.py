@@ -59,6 +59,22 @@ def test_the_summary_line():
         "docker oha: harness/by-hand 0.986 [0.967, 1.005] (+-2.0%) over 5 pairs"
 
 
+def test_a_ratio_that_moved_during_the_check_is_said_with_its_halves():
+    steady = [1.0 + (0.01 if i % 2 else -0.01) for i in range(2 * oc.MIN_PAIRS_TO_STOP)]
+    moved = [r * (1.0 if i < oc.MIN_PAIRS_TO_STOP else 0.95) for i, r in enumerate(steady)]
+    summary = oc.Summary.of("host", "wrk", pairs_of(moved))
+    first, second = summary.halves
+    assert (first.pairs, second.pairs) == (oc.MIN_PAIRS_TO_STOP, oc.MIN_PAIRS_TO_STOP)
+    assert (first.mean, second.mean) == (pytest.approx(1.0, abs=1e-3), pytest.approx(0.95, abs=1e-3))
+    assert summary.drifted
+    assert summary.line().endswith(f"; drifted: first half {first.text()}, second half {second.text()}")
+    assert not oc.Summary.of("host", "wrk", pairs_of(steady)).drifted
+    assert "drifted" not in oc.Summary.of("host", "wrk", pairs_of(steady)).line()
+    # the same shift in fewer pairs than two halves of MIN_PAIRS_TO_STOP is not judged
+    few = oc.Summary.of("host", "wrk", pairs_of(moved[1:-1]))
+    assert few.halves is None and not few.drifted
+
+
 def test_a_failed_side_leaves_its_pair_out_and_is_counted():
     pairs = [*pairs_of([0.98, 0.99, 1.0]), oc.Pair(4, oc.BY_HAND, None, 100_000.0, errors=["harness: failed: x"])]
     assert pairs[3].ratio is None
@@ -274,6 +290,15 @@ def test_an_unknown_tool_is_refused_before_any_folder_is_made(tmp_path, capsys):
 def test_the_default_cap_grows_with_the_precision_asked(argv, cap):
     """+-1% takes ~4 times the pairs of +-2%: the cap of +-2% (400) would stop it short (issue 53)."""
     assert oc.parse_args(argv).max_pairs == cap
+
+
+def test_the_docs_state_the_checks_own_numbers():
+    text = " ".join((oc.REPO_ROOT / "docs" / "overhead.md").read_text().split())
+    assert f"after at least {oc.MIN_PAIRS_TO_STOP} pairs" in text
+    assert f"({oc.MAX_PAIRS} at +-{100 * oc.PRECISION:g}%" in text
+    assert f"{oc.max_pairs_for(0.01)} at +-1%" in text
+    assert f"From {2 * oc.MIN_PAIRS_TO_STOP} pairs on" in text
+    assert f"({oc.RESAMPLES} resamples" in text
 
 
 @pytest.mark.parametrize("argv", [["--pairs", "0"], ["--duration", "0"], ["--runtime", "vm"], ["--max-pairs", "0"],

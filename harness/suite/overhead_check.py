@@ -140,6 +140,30 @@ class Pair:
 
 
 @dataclass(frozen=True)
+class Half:
+    """One half of a check's ratios, in the order measured: its geometric mean and interval."""
+    pairs: int
+    mean: float
+    low: float
+    high: float
+
+    def text(self) -> str:
+        return f"{self.mean:.3f} [{self.low:.3f}, {self.high:.3f}]"
+
+
+def halves(ratios: Sequence[float]) -> tuple[Half, Half] | None:
+    """The first and the second half of the ratios, each with its own interval; None below MIN_PAIRS_TO_STOP in
+    each. The interval assumes one ratio does not depend on when it was measured: halves whose intervals do not
+    meet say the ratio moved during the check (host oha's two checks of 2026-11-28/29, pooled: 1.013, then 1.046)."""
+    if len(ratios) < 2 * MIN_PAIRS_TO_STOP:
+        return None
+    middle = len(ratios) // 2
+    first, second = ((len(part), geometric_mean(part), *ratio_interval(part))
+                     for part in (ratios[:middle], ratios[middle:]))
+    return Half(*first), Half(*second)
+
+
+@dataclass(frozen=True)
 class Summary:
     runtime: str
     tool: str
@@ -148,13 +172,22 @@ class Summary:
     mean: float | None             # the ratios' geometric mean
     low: float | None
     high: float | None
+    halves: tuple[Half, Half] | None = None
 
     @classmethod
     def of(cls, runtime: str, tool: str, pairs: Sequence[Pair]) -> "Summary":
         ratios = [p.ratio for p in pairs if p.ratio is not None]
         interval = ratio_interval(ratios)
         return cls(runtime, tool, ratios, len(pairs) - len(ratios), geometric_mean(ratios) if ratios else None,
-                   *(interval or (None, None)))
+                   *(interval or (None, None)), halves(ratios))
+
+    @property
+    def drifted(self) -> bool:
+        """The two halves' intervals do not meet (with no drift, that happens in well under 1% of checks)."""
+        if self.halves is None:
+            return False
+        first, second = self.halves
+        return first.high < second.low or second.high < first.low
 
     @property
     def precision(self) -> float | None:
@@ -175,8 +208,10 @@ class Summary:
             return f"{head} not measured: every pair failed{failed}"
         if self.low is None:
             return f"{head} {self.mean:.3f} over {n} pair{'s' * (n != 1)}{failed} (no interval below {MIN_PAIRS})"
+        drift = (f"; drifted: first half {self.halves[0].text()}, second half {self.halves[1].text()}"
+                 if self.drifted else "")
         return (f"{head} {self.mean:.3f} [{self.low:.3f}, {self.high:.3f}] (+-{100 * self.precision:.1f}%) "
-                f"over {n} pairs{failed}")
+                f"over {n} pairs{failed}{drift}")
 
 
 # --- the runs -------------------------------------------------------------------------------------------------
@@ -753,7 +788,8 @@ def write(root: Path, measured: list[Measured], args: argparse.Namespace, goal: 
     for m in measured:
         summary = Summary.of(m.runtime, m.tool, m.pairs)
         shares = [p.observer_share for p in m.pairs if p.observer_share is not None]
-        results.append({**asdict(summary), "precision": summary.precision, "line": summary.line(),
+        results.append({**asdict(summary), "precision": summary.precision, "drifted": summary.drifted,
+                        "line": summary.line(),
                         "observer_share_median": statistics.median(shares) if shares else None,
                         "pairs": [{**asdict(p), "ratio": p.ratio} for p in m.pairs],
                         "harness_command": m.harness_command, "by_hand_command": m.by_hand_command})
