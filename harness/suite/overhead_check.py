@@ -41,6 +41,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -172,14 +173,18 @@ class Summary:
     mean: float | None             # the ratios' geometric mean
     low: float | None
     high: float | None
-    halves: tuple[Half, Half] | None = None
 
     @classmethod
     def of(cls, runtime: str, tool: str, pairs: Sequence[Pair]) -> "Summary":
         ratios = [p.ratio for p in pairs if p.ratio is not None]
         interval = ratio_interval(ratios)
         return cls(runtime, tool, ratios, len(pairs) - len(ratios), geometric_mean(ratios) if ratios else None,
-                   *(interval or (None, None)), halves(ratios))
+                   *(interval or (None, None)))
+
+    @cached_property
+    def halves(self) -> tuple[Half, Half] | None:
+        """Derived from the ratios when read (the line, overhead.json), not for every stop test."""
+        return halves(self.ratios)
 
     @property
     def drifted(self) -> bool:
@@ -788,7 +793,8 @@ def write(root: Path, measured: list[Measured], args: argparse.Namespace, goal: 
     for m in measured:
         summary = Summary.of(m.runtime, m.tool, m.pairs)
         shares = [p.observer_share for p in m.pairs if p.observer_share is not None]
-        results.append({**asdict(summary), "precision": summary.precision, "drifted": summary.drifted,
+        results.append({**asdict(summary), "precision": summary.precision,
+                        "halves": [asdict(h) for h in summary.halves or ()], "drifted": summary.drifted,
                         "line": summary.line(),
                         "observer_share_median": statistics.median(shares) if shares else None,
                         "pairs": [{**asdict(p), "ratio": p.ratio} for p in m.pairs],
