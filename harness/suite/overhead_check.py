@@ -43,6 +43,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 import psutil
@@ -90,13 +91,30 @@ READY_S = 30.0
 # layer, where by default a copy of targets/nginx/ is mounted at /srv/target as the harness mounts its staged one.
 CANDIDATES_ENV = "LTH_OVERHEAD_OFF"
 CANDIDATES = ("wrk-script", "mount")
-# overhead.json's format: 2 since the by-hand Docker target serves a mounted copy by default (settings() upgrades 1)
-FORMAT = 2
+# overhead.json's format (settings() reads the older ones): 2 since the by-hand Docker target serves a mounted
+# copy by default, 3 since each pair starts on the side the run before it ran (pair_order; before: by its index)
+FORMAT = 3
+ORDERS = {2: "by index", 3: "after its own first side"}
+T = TypeVar("T")
 
 # --- the arithmetic -------------------------------------------------------------------------------------------
-def pair_order(index: int) -> tuple[str, str]:
-    """Which side runs first in pair ``index`` (1-based): the harness in odd pairs, by hand in even ones."""
-    return (HARNESS, BY_HAND) if index % 2 else (BY_HAND, HARNESS)
+def pair_order(previous: str | None) -> tuple[str, str]:
+    """The two sides of the next pair: first the side of the run just before it (the harness at the start), then
+    the other. A run is affected by the one before it (a run after a harness run was 2.2% faster here, CHANGELOG
+    2026-11-29), so each pair's two runs must follow the same side: the first follows ``previous``, the second the
+    first. Then that effect cancels inside every pair, and the pairs start on either side in turn."""
+    first = previous or HARNESS
+    return (first, BY_HAND if first == HARNESS else HARNESS)
+
+
+def turns(due: Sequence[T], round_no: int) -> list[T]:
+    """The order the tools take their pairs in, round ``round_no``: turned by one each round when they are an even
+    number. The pairs of all tools alternate their first side (pair_order), so without the turn each of two tools
+    would always start on the same side."""
+    if len(due) % 2:
+        return list(due)
+    shift = round_no % len(due)
+    return [*due[shift:], *due[:shift]]
 
 
 def geometric_mean(ratios: Sequence[float]) -> float:
@@ -132,6 +150,7 @@ class Pair:
     by_hand_nginx: int | None = None
     observer_share: float | None = None   # the harness's top and process during its load, share of one CPU
     observer_cpus: str | None = None      # the CPUs they were held to ("": any)
+    after: str | None = None      # the side of the run just before the pair's first (None: none, or not recorded)
 
     @property
     def ratio(self) -> float | None:
@@ -527,13 +546,15 @@ def hand_folder(root: Path, runtime: str, tool: str, index: int) -> Path:
 
 
 def one_pair(runtime: str, adapter: ToolAdapter, scenario: Scenario, split: CpuSplit, index: int, root: Path,
-             lock: Held) -> tuple[Pair, HandRun]:
+             lock: Held, previous: str | None = None) -> tuple[Pair, HandRun]:
+    """Pair ``index``: both sides in pair_order(``previous``), ``previous`` the side of the run just before."""
     rps: dict[str, float | None] = {}
     errors: list[str] = []
     harness_run, hand_dir, hand = Path(root), hand_folder(root, runtime, adapter.name, index), None
     processes: dict[str, int | None] = {}
     observer: tuple[float | None, str | None] = (None, None)
-    for side in pair_order(index):
+    order = pair_order(previous)
+    for side in order:
         if side == HARNESS:
             rps[side], harness_run, error = harness_side(runtime, adapter, scenario, split, root, lock)
             processes[side] = harness_nginx_processes(harness_run)
@@ -542,8 +563,8 @@ def one_pair(runtime: str, adapter: ToolAdapter, scenario: Scenario, split: CpuS
             got = by_hand(runtime, adapter, scenario, split, hand_dir, root)
             hand, rps[side], error, processes[side] = got.run, got.run.rps, got.run.error, got.nginx_processes
         errors += [error] if error else []
-    pair = Pair(index, pair_order(index)[0], rps[HARNESS], rps[BY_HAND], str(harness_run.relative_to(root)),
-                str(hand_dir.relative_to(root)), errors, processes[HARNESS], processes[BY_HAND], *observer)
+    pair = Pair(index, order[0], rps[HARNESS], rps[BY_HAND], str(harness_run.relative_to(root)),
+                str(hand_dir.relative_to(root)), errors, processes[HARNESS], processes[BY_HAND], *observer, previous)
     return pair, hand
 
 
@@ -590,15 +611,19 @@ def entry_for(measured: list[Measured], runtime: str, tool: str) -> Measured:
 def measure_runtime(runtime: str, adapters: list[ToolAdapter], scenario: Scenario, goal: Goal, root: Path,
                     lock: Held, measured: list[Measured], save: Callable[[], None]) -> None:
     """Pairs of every tool in one runtime, appended to its entry in ``measured`` (after a resumed check's) and
-    saved after each: the tools take turns, each until its goal."""
+    saved after each: the tools take turns (``turns``), each until its goal; each pair starts on the side the run
+    before it ran (``pair_order``)."""
     split = choose_split()
     entries = {a.name: entry_for(measured, runtime, a.name) for a in adapters}
+    previous: str | None = None
+    round_no = 0
     while due := [a for a in adapters if not goal.reached(entries[a.name])]:
-        for adapter in due:
+        for adapter in turns(due, round_no):
             entry = entries[adapter.name]
             index = len(entry.pairs) + 1
-            print(f"{runtime} {adapter.name}: pair {index}, {' then '.join(pair_order(index))}", flush=True)
-            pair, hand = one_pair(runtime, adapter, scenario, split, index, root, lock)
+            print(f"{runtime} {adapter.name}: pair {index}, {' then '.join(pair_order(previous))}", flush=True)
+            pair, hand = one_pair(runtime, adapter, scenario, split, index, root, lock, previous)
+            previous = pair_order(previous)[1]
             entry.pairs.append(pair)
             entry.by_hand_command = hand.argv or entry.by_hand_command
             entry.harness_command = _harness_command(root / pair.harness_run) or entry.harness_command
@@ -609,6 +634,7 @@ def measure_runtime(runtime: str, adapters: list[ToolAdapter], scenario: Scenari
             if index >= MIN_PAIRS:
                 print(f"   so far: {Summary.of(runtime, adapter.name, entry.pairs).line()}", flush=True)
             save()
+        round_no += 1
 
 
 def _harness_command(run_dir: Path) -> list[str]:
@@ -663,17 +689,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-Settings = tuple[str, int, tuple[str, ...]]    # scenario, seconds per run, candidates off: pairs pool only alike
+# scenario, seconds per run, candidates off, the pairs' order (ORDERS): pairs pool and resume only alike
+Settings = tuple[str, int, tuple[str, ...], str]
 
 
 def settings(data: dict) -> Settings:
     """A check's settings from its overhead.json, of any format. Format 1 (no "format"): the by-hand Docker target
     served the image's files unless "image-files" was off, which is format 2's default; "mount" off is the old
-    default."""
+    default. Before format 3 a pair's first side came from its index (its pairs' order "by index")."""
+    format_ = data.get("format", 1)
     off = set(data.get("candidates_off", []))
-    if data.get("format", 1) < 2 and any(r["runtime"] == "docker" for r in data["results"]):
+    if format_ < 2 and any(r["runtime"] == "docker" for r in data["results"]):
         off = off - {"image-files"} if "image-files" in off else off | {"mount"}
-    return data["scenario"], data["duration_s"], tuple(sorted(off - {"image-files"}))
+    return (data["scenario"], data["duration_s"], tuple(sorted(off - {"image-files"})),
+            ORDERS[min(max(format_, 2), FORMAT)])
 
 
 def load(folder: Path) -> tuple[Settings, list[Measured]]:
@@ -700,23 +729,25 @@ def pooled(folders: list[Path]) -> list[Summary]:
         for m in measured:
             pairs.setdefault((m.runtime, m.tool), []).extend(m.pairs)
     if len(found) > 1:
-        raise HarnessError(f"--pool: these checks differ in scenario, duration or candidates off: {sorted(found)}")
+        raise HarnessError(f"--pool: these checks differ in scenario, duration, candidates off or the order of their "
+                           f"pairs: {sorted(found)}")
     return [Summary.of(runtime, tool, found) for (runtime, tool), found in pairs.items()]
 
 
 def resumed(folder: Path, duration_s: int | None) -> tuple[int, list[Measured], list[list[str]]]:
     """A check's folder to add pairs to: its seconds per run, its pairs so far and the commands that measured
-    them (format 1 kept one). Refused (HarnessError) where this check would differ from it."""
+    them. Refused (HarnessError) where this check would differ from it."""
     try:
         data = json.loads((folder / "overhead.json").read_text())
-        (scenario, duration, off), measured = loaded(data)
-        commands = data.get("commands") or [data[key] for key in ("command",) if key in data]
+        was, measured = loaded(data)
+        duration = was[1]
+        commands = data.get("commands", [])
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise HarnessError(f"--resume: {folder} holds no readable overhead.json ({exc})") from None
-    now = (SCENARIO, duration_s or duration, tuple(sorted(candidates_off())))
-    if now != (scenario, duration, off):
-        raise HarnessError(f"--resume: {folder} was measured with (scenario, seconds, candidates off) "
-                           f"{(scenario, duration, off)}, this check would be {now}")
+    now = (SCENARIO, duration_s or duration, tuple(sorted(candidates_off())), ORDERS[FORMAT])
+    if now != was:
+        raise HarnessError(f"--resume: {folder} was measured with (scenario, seconds, candidates off, order) {was}, "
+                           f"this check would be {now}")
     return duration, measured, commands
 
 
