@@ -6,11 +6,12 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
 from harness.cpus import CpuSplit
 from harness.store.figures import Metrics
-from harness.suite import overhead_check as oc
+from harness.suite import carry_over, overhead_check as oc
 from harness.tools.output import RunSpec, ToolOutput
 
 # issue 53's pairs measured by hand on this machine (harness/by-hand, wrk, 10 s)
@@ -331,6 +332,10 @@ def test_the_docs_state_the_checks_own_numbers():
     assert f"{oc.max_pairs_for(0.01)} at +-1%" in text
     assert f"From {2 * oc.MIN_PAIRS_TO_STOP} pairs on" in text
     assert f"({oc.RESAMPLES} resamples" in text
+    assert f"with a level per {carry_over.BLOCK_RUNS} runs for the machine's drift" in text
+    block = carry_over.order(4, ["wrk"], (oc.HARNESS, oc.BY_HAND), seed=11)
+    assert "blocks of four (each side twice" in text
+    assert sorted(side for _, side in block) == [oc.BY_HAND] * 2 + [oc.HARNESS] * 2
 
 
 @pytest.mark.parametrize("argv", [["--pairs", "0"], ["--duration", "0"], ["--runtime", "vm"], ["--max-pairs", "0"],
@@ -347,3 +352,44 @@ def test_a_harness_run_that_cannot_start_fails_its_pair_not_the_check(tmp_path, 
     (wrk,) = oc.registry.select("wrk")
     rps, folder, error = oc.harness_side("host", wrk, None, None, tmp_path, lock=None)
     assert (rps, folder) == (None, tmp_path / "harness") and error.endswith("needs root")
+
+
+def synthetic_runs(harness: float, after: float, runs: int = 600, seed: int = 3) -> list:
+    """Runs in the carry-over order with these effects on the rate, a drift of -10% over them and a spread of 5%."""
+    noise = np.random.default_rng(seed)
+    found, before = [], None
+    for index, (tool, side) in enumerate(carry_over.order(runs, ["oha"], (oc.HARNESS, oc.BY_HAND))):
+        rate = 80_000 * (1 - 0.1 * index / runs) * math.exp(noise.normal(0, 0.05))
+        rate *= (harness if side == oc.HARNESS else 1) * (after if before == oc.HARNESS else 1)
+        found.append(carry_over.Run(index, "host", tool, side, before, rate))
+        before = side
+    return found
+
+
+@pytest.mark.parametrize("harness, after", [(1.0, 1.0), (0.97, 1.0), (1.0, 1.02), (0.99, 0.97)])
+def test_the_carry_over_fit_finds_the_harness_and_the_run_before_apart(harness, after):
+    through, following = carry_over.effects(synthetic_runs(harness, after), oc.HARNESS)
+    for effect, true in ((through, harness), (following, after)):
+        assert effect.low < true < effect.high and effect.high - effect.low < 0.02   # +-0.5% at 600 runs of 5%
+        assert effect.factor == pytest.approx(true, abs=0.006)
+    assert carry_over.line("host", "oha", synthetic_runs(harness, after), oc.HARNESS).startswith(
+        f"host oha: through the harness {through.text()}, after a harness run {following.text()} over 600 runs")
+
+
+def test_the_carry_over_fit_needs_each_side_after_each():
+    runs = [carry_over.Run(i, "host", "oha", side, oc.HARNESS, 80_000.0 + i) for i, side in
+            enumerate([oc.HARNESS, oc.BY_HAND] * 10)]        # every run after a harness run: nothing to compare
+    assert carry_over.effects(runs, oc.HARNESS) is None
+    assert carry_over.line("host", "oha", runs, oc.HARNESS) == \
+        "host oha: too few runs of each kind for a fit (20 measured)"
+    first = carry_over.order(8, ["wrk"], (oc.HARNESS, oc.BY_HAND))
+    assert first == carry_over.order(8, ["wrk"], (oc.HARNESS, oc.BY_HAND))      # seeded
+    assert sorted(side for _, side in first) == [oc.BY_HAND] * 4 + [oc.HARNESS] * 4   # each side twice per block
+
+
+@pytest.mark.parametrize("argv", [["--carry-over", "0"], ["--carry-over", "5", "--pairs", "3"],
+                                  ["--carry-over", "5", "--resume", "results"]])
+def test_carry_over_refuses_what_it_cannot_do(argv, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        oc.parse_args(argv)
+    assert exit_.value.code == 2 and "--carry-over takes" in capsys.readouterr().err

@@ -1,5 +1,6 @@
 """The overhead benchmark (harness/suite/overhead_check.py, make bench-overhead) run briefly for real, so that it
-cannot rot unnoticed again (issue 53): 1 pair of 2 s, wrk, host runtime. Its arithmetic: tests/test_overhead.py."""
+cannot rot unnoticed again (issue 53): 1 pair of 2 s, wrk, host runtime; and its --carry-over, 6 runs of 1 s. Their
+arithmetic: tests/test_overhead.py."""
 import csv
 import json
 import subprocess
@@ -10,7 +11,7 @@ import pytest
 
 from conftest import REPO, leftovers, require_root_tools
 from harness.runtimes import host
-from harness.suite import overhead_check as oc
+from harness.suite import carry_over, overhead_check as oc
 
 pytestmark = pytest.mark.e2e
 
@@ -50,3 +51,24 @@ def _row(folder):
     (runs,) = folder.glob("harness/*-host/runs.csv")   # the harness's own folder, as `harness run` writes it
     (row,) = csv.DictReader(runs.open())
     return row
+
+
+@pytest.mark.tools("wrk")
+def test_carry_over_runs_both_sides_in_its_order_and_fits_them(tmp_path):
+    require_root_tools("ip", "nginx", "taskset", "wrk")
+    result = subprocess.run([str(Path(sys.executable).parent / "lth"), "overhead", "--runtime", "host", "--tools", "wrk",
+                             "--carry-over", "6", "--duration", "1", "--results-root", str(tmp_path)],
+                            cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    (folder,) = tmp_path.glob("*-carry-over")
+    written = json.loads((folder / "carry-over.json").read_text())
+    runs = [carry_over.Run(**r) for r in written["runs"]]
+    assert [(r.tool, r.side) for r in runs] == carry_over.order(6, ["wrk"], (oc.HARNESS, oc.BY_HAND))
+    assert [r.after for r in runs] == [None, *(r.side for r in runs[:-1])] and all(r.rps > 0 for r in runs)
+    (line,) = written["lines"]
+    assert line == carry_over.line("host", "wrk", runs, oc.HARNESS) and line.endswith("over 6 runs")
+    assert line.startswith("host wrk: through the harness ") and line in result.stdout
+    through = sum(r.side == oc.HARNESS for r in runs)
+    assert len(list(folder.glob("harness/*-host/runs.csv"))) == through
+    assert len(list(folder.glob("by-hand/*"))) == 6 - through
+    assert leftovers() == []

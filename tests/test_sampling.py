@@ -11,7 +11,7 @@ import pytest
 from harness.row.bottleneck import memory_note
 from harness.row.usage import Usage, check_span, summarise
 from harness.runtimes.host import process_tree
-from harness.sampling import SAMPLER_NICE, TopSampler, parse_kib, vmrss_mb
+from harness.sampling import SAMPLER_NICE, SAMPLER_POLICY, TopSampler, parse_kib, vmrss_mb
 from harness.store.samples import Sample, read_csv
 
 # A real run's samples.csv (wrk, 100 VUs, host, 3 s): top's last frame still lists wrk, exiting, RSS 0.
@@ -189,3 +189,6 @@ def test_top_and_its_reader_run_above_the_load():
         assert sampler.wait_first_frame(10)
         assert psutil.Process(sampler._proc.pid).nice() == SAMPLER_NICE
         assert os.getpriority(os.PRIO_PROCESS, sampler._thread.native_id) == SAMPLER_NICE
+        # batch: they keep that share of a busy CPU but never preempt the tool on waking (issue 53)
+        assert os.sched_getscheduler(sampler._proc.pid) == os.sched_getscheduler(sampler._thread.native_id) \
+            == SAMPLER_POLICY == os.SCHED_BATCH

@@ -11,8 +11,8 @@ Each pair is
   the project's lth-target image (its own copy of nginx.conf) with ``--cpuset-cpus <target CPUs>``, and
   ``docker run`` of the harness's tool image with ``--cpuset-cpus <tool CPUs>``. Everything is removed after.
 The tool's command is the adapter's for the same RunSpec (the URL aside); both sides' RPS come from the same
-adapter's parser. The order flips every pair. Per runtime and tool: harness/by-hand per pair, their geometric mean
-and its 95% bootstrap interval (3 pairs or more). Without --pairs, pairs are added until that interval lies within
+adapter's parser. Each pair starts on the side the run before it ran (pair_order). Per runtime and tool:
+harness/by-hand per pair, their geometric mean and its 95% bootstrap interval (3 pairs or more). Without --pairs, pairs are added until that interval lies within
 +-2% of the estimate (--precision): on this kind of machine one pair's ratio spreads by ~+-15%, whatever the
 runs' length, so it takes 100-200 pairs of 3 s (docs/overhead.md).
 
@@ -56,6 +56,7 @@ from harness.scenarios import Scenario, select
 from harness.store.lock import Held, acquire
 from harness.store.record import Observer
 from harness.store.results import utc_stamp
+from harness.suite import carry_over
 from harness.suite.plan import Plan
 from harness.suite.runner import run_suite
 from harness.targets import FILE_SERVER
@@ -568,6 +569,16 @@ def one_pair(runtime: str, adapter: ToolAdapter, scenario: Scenario, split: CpuS
     return pair, hand
 
 
+def one_side(side: str, runtime: str, adapter: ToolAdapter, scenario: Scenario, split: CpuSplit, root: Path,
+             lock: Held, name: str) -> tuple[float | None, str | None]:
+    """One run of ``side`` alone (its RPS or None, its error): for carry_over, which orders them itself."""
+    if side == HARNESS:
+        rps, _, error = harness_side(runtime, adapter, scenario, split, root, lock)
+        return rps, error
+    run = by_hand(runtime, adapter, scenario, split, root / "by-hand" / name, root).run
+    return run.rps, run.error
+
+
 def max_pairs_for(precision: float) -> int:
     """The default cap at ``precision``: MAX_PAIRS at PRECISION, scaled as the pairs it takes (an interval
     narrows as one over the root of the pairs), so +-1% is not stopped at +-2%'s cap."""
@@ -679,7 +690,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--resume", type=Path, metavar="FOLDER",
                         help="add pairs to this check's folder (an interrupted or imprecise one) until the goal, "
                              "counting its pairs; the same duration and candidates off")
+    parser.add_argument("--carry-over", type=int, metavar="RUNS",
+                        help="in place of pairs: RUNS runs per runtime in random order, and how much a run's rate "
+                             "depends on its side and on the side of the run before it (harness/suite/carry_over.py)")
     args = parser.parse_args(argv)
+    if args.carry_over is not None and (args.carry_over < 1 or args.pool or args.resume or args.pairs):
+        parser.error("--carry-over takes 1 run or more, and no --pairs, --pool or --resume")
     if (args.pairs is not None and args.pairs < 1) or (args.duration is not None and args.duration < 1) \
             or (args.max_pairs is not None and args.max_pairs < 1):
         parser.error("--pairs, --max-pairs and --duration must be 1 or more")
@@ -777,9 +793,13 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         with lock:
+            if args.carry_over:
+                return carry_over.measure(RUNTIMES if args.runtime == "both" else (args.runtime,), adapters, scenario,
+                                          args.carry_over, (HARNESS, BY_HAND), one_side, lock, args.results_root)
             return measure(args, adapters, scenario, lock, measured, [*commands, sys.argv])
     except KeyboardInterrupt:     # Ctrl-C or SIGTERM (the runner raises it): every finished pair is written
-        print("interrupted: every finished pair is in overhead.json; everything started was removed",
+        print(f"interrupted: every finished {'run' if args.carry_over else 'pair'} is in "
+              f"{'carry-over.json' if args.carry_over else 'overhead.json'}; everything started was removed",
               file=sys.stderr)
         return 130
 
