@@ -43,7 +43,7 @@ def runs_in_order(tools: list[str], pairs: int, monkeypatch) -> list[tuple[str, 
 
 @pytest.mark.parametrize("tools", [["wrk"], ["wrk", "oha"], ["wrk", "oha", "k6"], ["wrk", "oha", "k6", "hey"]])
 def test_each_pair_follows_its_own_first_side_and_each_tool_starts_on_either_side_in_turn(tools, monkeypatch):
-    # A run is affected by the run before it (2.2% after a harness run, CHANGELOG 2026-11-29). With each pair's
+    # A run is affected by the run before it (1.7% faster after a harness run, CHANGELOG 2026-11-29). With each pair's
     # first run after a run of its own side and its second after its first, both sides of every pair follow the
     # same side, so that effect cancels in every ratio. Before, the second of two tools ran each side after the
     # other side only: its ratio carried the whole effect.

@@ -16,12 +16,17 @@ from harness.suite import carry_over, overhead_check as oc
 pytestmark = pytest.mark.e2e
 
 
+def lth_overhead(results_root: Path, *options: str) -> subprocess.CompletedProcess:
+    """`lth overhead --runtime host --tools wrk OPTIONS` as typed, into ``results_root``."""
+    return subprocess.run([str(Path(sys.executable).parent / "lth"), "overhead", "--runtime", "host", "--tools", "wrk",
+                           *options, "--results-root", str(results_root)],
+                          cwd=REPO, capture_output=True, text=True, timeout=600)
+
+
 @pytest.mark.tools("wrk")
 def test_one_brief_pair_gives_a_ratio_of_two_measured_rates_and_leaves_nothing(tmp_path):
     require_root_tools("ip", "nginx", "taskset", "wrk")
-    result = subprocess.run([str(Path(sys.executable).parent / "lth"), "overhead", "--runtime", "host", "--tools", "wrk",
-                             "--pairs", "1", "--duration", "2", "--results-root", str(tmp_path)],
-                            cwd=REPO, capture_output=True, text=True, timeout=600)
+    result = lth_overhead(tmp_path, "--pairs", "1", "--duration", "2")
     assert result.returncode == 0, result.stdout + result.stderr
     (folder,) = tmp_path.glob("*-overhead")
     (measured,) = json.loads((folder / "overhead.json").read_text())["results"]
@@ -55,10 +60,9 @@ def _row(folder):
 
 @pytest.mark.tools("wrk")
 def test_carry_over_runs_both_sides_in_its_order_and_fits_them(tmp_path):
+    """Its own 6 runs of 1 s (~10 s): no shared run makes --carry-over's order of single sides."""
     require_root_tools("ip", "nginx", "taskset", "wrk")
-    result = subprocess.run([str(Path(sys.executable).parent / "lth"), "overhead", "--runtime", "host", "--tools", "wrk",
-                             "--carry-over", "6", "--duration", "1", "--results-root", str(tmp_path)],
-                            cwd=REPO, capture_output=True, text=True, timeout=600)
+    result = lth_overhead(tmp_path, "--carry-over", "6", "--duration", "1")
     assert result.returncode == 0, result.stdout + result.stderr
     (folder,) = tmp_path.glob("*-carry-over")
     written = json.loads((folder / "carry-over.json").read_text())

@@ -4,8 +4,7 @@ The overhead check's pairs assume a run's rate depends on its own side (through 
 what ran just before it. This measures both at once: RUNS runs of the check's own two sides (its ``one_side``) in
 a seeded random order (``order``), then per runtime and tool an ordinary least squares fit of log RPS on "this run
 went through the harness" and "the run before it did", with one level per block of BLOCK_RUNS runs for the
-machine's drift. Both effects come back as factors on the rate with 95% normal
-intervals. Writes results/<UTC>-carry-over/carry-over.json (every run, then the effects)."""
+machine's drift. Both effects come back as factors on the rate with 95% normal intervals. Writes results/<UTC>-carry-over/carry-over.json (every run, then the effects)."""
 from __future__ import annotations
 
 import json
@@ -15,6 +14,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from statistics import NormalDist
 
 import numpy as np
 
@@ -28,7 +28,7 @@ from harness.tools.adapter import ToolAdapter
 # or None, error); overhead_check.one_side
 RunSide = Callable[[str, str, ToolAdapter, Scenario, CpuSplit, Path, Held, str], tuple[float | None, str | None]]
 BLOCK_RUNS = 30      # drift levels: the rate here wanders over minutes (CHANGELOG 2026-11-29)
-Z95 = 1.959964
+Z95 = NormalDist().inv_cdf(0.975)
 SEED = 7
 
 
@@ -88,7 +88,7 @@ def effects(runs: Sequence[Run], harness: str) -> tuple[Effect, Effect] | None:
 
 
 def line(runtime: str, tool: str, runs: Sequence[Run], harness: str) -> str:
-    """`host oha: through the harness 1.008 [0.994, 1.022], after a harness run 1.017 [1.003, 1.031] over 359 runs`."""
+    """`host oha: through the harness 1.008 [0.995, 1.023], after a harness run 1.017 [1.003, 1.031] over 360 runs`."""
     mine = [r for r in runs if (r.runtime, r.tool) == (runtime, tool)]
     found = effects(mine, harness)
     measured = sum(1 for r in mine if r.rps)

@@ -12,9 +12,10 @@ Each pair is
   ``docker run`` of the harness's tool image with ``--cpuset-cpus <tool CPUs>``. Everything is removed after.
 The tool's command is the adapter's for the same RunSpec (the URL aside); both sides' RPS come from the same
 adapter's parser. Each pair starts on the side the run before it ran (pair_order). Per runtime and tool:
-harness/by-hand per pair, their geometric mean and its 95% bootstrap interval (3 pairs or more). Without --pairs, pairs are added until that interval lies within
-+-2% of the estimate (--precision): on this kind of machine one pair's ratio spreads by ~+-15%, whatever the
-runs' length, so it takes 100-200 pairs of 3 s (docs/overhead.md).
+harness/by-hand per pair, their geometric mean and its 95% bootstrap interval (3 pairs or more). Without --pairs,
+pairs are added until that interval lies within +-2% of the estimate (--precision): on this kind of machine one
+pair's ratio spreads by ~+-4-15%, whatever the runs' length, so it takes 20-200 pairs of 3 s (docs/overhead.md).
+--carry-over RUNS measures, in place of pairs, how much a run depends on the run before it (carry_over.py).
 
 Usage (root; `make bench-overhead`; ``python -m harness.suite.overhead_check`` is the same):
     lth overhead [--runtime both|host|docker] [--tools wrk,oha] [--precision 0.02 | --pairs N] [--duration 3]
@@ -101,7 +102,7 @@ T = TypeVar("T")
 # --- the arithmetic -------------------------------------------------------------------------------------------
 def pair_order(previous: str | None) -> tuple[str, str]:
     """The two sides of the next pair: first the side of the run just before it (the harness at the start), then
-    the other. A run is affected by the one before it (a run after a harness run was 2.2% faster here, CHANGELOG
+    the other. A run is affected by the one before it (a run after a harness run was 1.7% faster here, CHANGELOG
     2026-11-29), so each pair's two runs must follow the same side: the first follows ``previous``, the second the
     first. Then that effect cancels inside every pair, and the pairs start on either side in turn."""
     first = previous or HARNESS
