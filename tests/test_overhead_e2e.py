@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, leftovers, require_root_tools
+from harness.cpus import parse_cpus
 from harness.runtimes import host
 from harness.suite import carry_over, overhead_check as oc
 
@@ -47,7 +48,11 @@ def test_one_brief_pair_gives_a_ratio_of_two_measured_rates_and_leaves_nothing(t
     assert f"observer {100 * pair['observer_share']:.1f}% of a CPU on {tool_cpus}" in result.stdout
     script = (folder / pair["by_hand_run"] / "commands.sh").read_text()
     assert f"taskset -c {target_cpus} ip netns exec {oc.HAND_NETNS} nginx -p /tmp/{oc.HAND_FOLDER}" in script
-    assert pair["by_hand_nginx"] == pair["harness_nginx"] >= 2     # the same master and workers
+    # the same master and one worker per target CPU on both sides (Nginx's `auto` would count the machine's CPUs)
+    workers = len(parse_cpus(target_cpus))
+    assert f"sed -i 's/^worker_processes auto;/worker_processes {workers};/'" in script
+    assert pair["by_hand_nginx"] == pair["harness_nginx"] == 1 + workers
+    assert f"({workers} worker{'s' * (workers != 1)}) on CPUs {target_cpus}" in _row(folder)["target_stack"]
     assert (folder / pair["by_hand_run"] / "stdout.txt").is_file()
     assert leftovers() == []
 

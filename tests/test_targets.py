@@ -39,6 +39,29 @@ def test_the_file_server_alone_is_todays_target(tmp_path):
     assert "listen 80 backlog" in (tmp_path / "files" / "nginx.conf").read_text()
 
 
+@pytest.mark.parametrize("cpus, expected, described", [
+    (None, "auto", "nginx 1.22.1 on CPUs 0-1"),
+    ({"upstream": (0,)}, "1", "nginx 1.22.1 (1 worker) on CPUs 0"),
+    ({"upstream": (2, 3, 5)}, "3", "nginx 1.22.1 (3 workers) on CPUs 2-3,5")])
+def test_the_file_server_runs_one_worker_per_cpu_it_is_given(tmp_path, cpus, expected, described):
+    """Nginx's `auto` counts the machine's CPUs, not its cpuset: two workers on one CPU took turns (issue 53)."""
+    stack = targets.stage(Setup(), tmp_path, "198.18.0.2", "198.18.0.2", None, cpus)
+    conf = (tmp_path / "files" / "nginx.conf").read_text()
+    assert re.findall(r"^worker_processes (\S+);", conf, re.MULTILINE) == [expected]
+    assert conf.replace(f"worker_processes {expected};", "worker_processes auto;") == \
+        (TARGETS_DIR / "nginx" / "nginx.conf").read_text()      # nothing else changed
+    facts = targets.stack_facts(stack, cpus or {"upstream": (0, 1)}, {"nginx": "1.22.1"})
+    assert facts["target_stack"] == described
+
+
+def test_an_nginx_proxy_runs_one_worker_per_cpu_of_its_own_share(tmp_path):
+    stack = targets.stage(Setup("nginx-proxy"), tmp_path, "198.18.1.10", "198.18.1.11", None,
+                          {"proxy": (0,), "upstream": (1, 2)})
+    assert [p.workers for p in stack.processes] == [2, None]
+    assert "worker_processes 2;" in (tmp_path / "files" / "nginx.conf").read_text()
+    assert "worker_processes 1;" in (tmp_path / "proxy" / targets.get("nginx-proxy").config).read_text()
+
+
 @pytest.mark.parametrize("proxy", ["nginx-proxy", "haproxy", "caddy"])
 def test_a_proxy_listens_where_the_tools_go_and_forwards_to_the_file_server_on_8080(tmp_path, proxy):
     certificate = targets.Certificate(tmp_path / "c.pem", tmp_path / "k.pem", tmp_path / "both.pem")

@@ -47,6 +47,11 @@ def test_every_setup_serves_the_file_with_keep_alive_and_counts_at_nginx():
             facts = runtime.target_facts()
             assert facts["target_version"] and facts["target_stack"].startswith(setup.target), facts
             assert bool(runtime._stack.pids("proxy")) == targets.get(setup.target).is_proxy
+            # an Nginx's master and one worker per CPU of its share (its `auto` would count the machine's)
+            shares = runtime._stack.cpus
+            assert len(runtime._stack.pids("upstream")) == 1 + len(shares["upstream"]), setup
+            if setup.target == "nginx-proxy":
+                assert len(runtime._stack.pids("proxy")) == 1 + len(shares["proxy"]), setup
             if setup.checked:
                 assert_only_other_versions_are_logged(target, setup)
     assert leftovers() == []

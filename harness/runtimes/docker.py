@@ -349,7 +349,8 @@ class DockerRuntime(Runtime):
             self._certificate = targets.make_certificate(self._workdir / "certificate")
         folder = Path(tempfile.mkdtemp(prefix="stack-", dir=self._workdir))
         # A proxy reaches the file server in its own container, on the compose network.
-        self._stack = targets.stage(setup, folder, TARGET_IP, UPSTREAM_IP, self._certificate)
+        self._stack = targets.stage(setup, folder, TARGET_IP, UPSTREAM_IP, self._certificate,
+                                    self.split.stack_cpus(proxy=targets.get(setup.target).is_proxy))
         self._facts = {}
 
     def target_facts(self) -> dict:

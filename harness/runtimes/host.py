@@ -254,7 +254,8 @@ class HostRuntime(Runtime):
             self._certificate = make_certificate(self._workdir / "certificate")
         folder = Path(tempfile.mkdtemp(prefix="stack-", dir=self._workdir))
         # The file server and a proxy share the namespace: the proxy reaches it on the namespace's address.
-        stack = stage(setup, folder, TARGET_IP, TARGET_IP, self._certificate)
+        stack = stage(setup, folder, TARGET_IP, TARGET_IP, self._certificate,
+                      self.split.stack_cpus(proxy=get(setup.target).is_proxy))
         self._stack = HostStack(stack, self.split, folder)
         self._facts = {}
         self._stack.start()

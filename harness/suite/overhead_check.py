@@ -62,7 +62,7 @@ from harness.suite.plan import Plan
 from harness.suite.runner import run_suite
 from harness.targets import FILE_SERVER
 from harness.targets import get as get_target
-from harness.targets.file_server import TARGET_FILE, Target
+from harness.targets.file_server import TARGET_FILE, Target, nginx_conf
 from harness.tools import registry
 from harness.tools.adapter import ToolAdapter
 from harness.tools.output import RunSpec, ToolOutput
@@ -398,7 +398,7 @@ def host_nginx(split: CpuSplit, commands: Commands, folder: Path) -> Iterator[Ha
                      ["ip", "-n", HAND_NETNS, "link", "set", "lo", "up"]):
             commands.run(argv)
         commands.note(["cp", "-r", str(TARGET_DIR / "nginx.conf"), str(TARGET_DIR / "html"), f"{prefix}/"])
-        shutil.copy(TARGET_DIR / "nginx.conf", prefix / "nginx.conf")
+        hand_config(prefix, split, commands)
         shutil.copytree(TARGET_DIR / "html", prefix / "html")
         commands.note(["mkdir", f"{prefix}/tmp"])
         (prefix / "tmp").mkdir()
@@ -424,6 +424,13 @@ def host_nginx(split: CpuSplit, commands: Commands, folder: Path) -> Iterator[Ha
         shutil.rmtree(prefix, ignore_errors=True)
 
 
+def hand_config(prefix: Path, split: CpuSplit, commands: Commands) -> None:
+    """The project's nginx.conf in ``prefix`` with one worker per target CPU, as the harness stages it."""
+    workers = len(split.target_cpus)
+    commands.note(["sed", "-i", f"s/^worker_processes auto;/worker_processes {workers};/", str(prefix / "nginx.conf")])
+    (prefix / "nginx.conf").write_text(nginx_conf(workers=workers))
+
+
 def check_subnet(commands: Commands, network: str) -> None:
     """The network Docker made is in 198.18.0.0/15 (load goes nowhere else)."""
     found = commands.run(["docker", "network", "inspect", "--format",
@@ -435,23 +442,28 @@ def check_subnet(commands: Commands, network: str) -> None:
 @contextmanager
 def docker_nginx(split: CpuSplit, commands: Commands, folder: Path, mounts: list[Path],
                  tool_image: str) -> Iterator[HandNginx]:
-    """Nginx by hand in Docker: the project's target image (its own nginx.conf and file) on a network of its own,
-    on the target's CPUs; the tool's image run on the tool's CPUs."""
+    """Nginx by hand in Docker: the project's target image serving a mounted copy of targets/nginx/ (hand_config)
+    on a network of its own, on the target's CPUs; the tool's image run on the tool's CPUs."""
     network_made = False
     try:
         commands.run(["docker", "network", "create", "--subnet", HAND_SUBNET, "--label", HAND_LABEL, HAND_NETWORK])
         network_made = True
         check_subnet(commands, HAND_NETWORK)
         # Nginx's files from a folder mounted as the harness mounts its staged one: served from the image's own
-        # layer (overlayfs, "mount" off) Nginx served 13-29% less here (CHANGELOG.md, 2026-11-28)
-        mounted = None if "mount" in candidates_off() else folder / "target"
-        if mounted is not None:
+        # layer (overlayfs, "mount" off, where only nginx.conf is mounted, for the worker count) Nginx served
+        # 13-29% less here (CHANGELOG.md, 2026-11-28)
+        mounted = folder / "target"
+        if "mount" in candidates_off():
+            mounted.mkdir()
+            mount = ["-v", f"{mounted / 'nginx.conf'}:/srv/target/nginx.conf:ro"]
+        else:
             shutil.copytree(TARGET_DIR, mounted, ignore=shutil.ignore_patterns("Dockerfile", "target.toml"))
             (mounted / "tmp").mkdir()
+            mount = ["-v", f"{mounted}:/srv/target"]
+        hand_config(mounted, split, commands)
         commands.run(["docker", "run", "--detach", "--init", "--name", HAND_TARGET, "--label", HAND_LABEL,
                       "--network", HAND_NETWORK, "--ip", HAND_CONTAINER_IP, "--cpuset-cpus",
-                      format_cpus(split.target_cpus), *(["-v", f"{mounted}:/srv/target"] if mounted else []),
-                      get_target(FILE_SERVER).image])
+                      format_cpus(split.target_cpus), *mount, get_target(FILE_SERVER).image])
         pid = int(commands.run(["docker", "inspect", "--format", "{{.State.Pid}}", HAND_TARGET]).stdout.strip() or 0)
         wait_serving(HAND_CONTAINER_IP, lambda: psutil.pid_exists(pid))
         volumes = [a for m in mounts for a in ("-v", f"{m}:{m}" + (":ro" if m == TOOLS_DIR else ""))]

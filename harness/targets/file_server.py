@@ -46,21 +46,38 @@ def ensure_allowed(host: str, allow_external: bool = False, explicit: str | None
                        "networks; pass --allow-external-target if you own that server and mean it")
 
 
-def stage(prefix: Path, listen_address: str | None = None, port: int = 80) -> None:
+def stage(prefix: Path, listen_address: str | None = None, port: int = 80, workers: int | None = None) -> None:
     """The Nginx file server's prefix folder: its config, the served file and a tmp folder, readable by
     the workers. ``listen_address`` binds it to that one address (a remote target opens nothing else);
-    ``port``: another port than 80 (the file server behind a proxy target)."""
-    conf = (TARGET_DIR / "nginx.conf").read_text()
-    if listen_address or port != 80:
-        listen = f"{listen_address}:{port}" if listen_address else str(port)
-        conf, count = re.subn(r"^(\s*listen\s+)80\b", rf"\g<1>{listen}", conf, flags=re.MULTILINE)
-        if count != 1:
-            raise HarnessError(f"{TARGET_DIR / 'nginx.conf'}: expected one `listen 80` line to bind, found {count}")
-    (prefix / "nginx.conf").write_text(conf)
+    ``port``: another port than 80 (the file server behind a proxy target); ``workers``: see nginx_conf."""
+    (prefix / "nginx.conf").write_text(nginx_conf(listen_address, port, workers))
     shutil.copytree(TARGET_DIR / "html", prefix / "html")
     (prefix / "tmp").mkdir()
     for path in [prefix, *prefix.rglob("*")]:
         path.chmod(0o755 if path.is_dir() else 0o644)
+
+
+def nginx_conf(listen_address: str | None = None, port: int = 80, workers: int | None = None) -> str:
+    """targets/nginx/nginx.conf as staged. ``workers``: one per CPU Nginx may run on, in place of its
+    `worker_processes auto`, which counts the machine's CPUs, not the ones it is pinned to: on one CPU of two,
+    two workers took turns in the scheduler's 4 ms slices (p99 4.3 ms where one worker answered in 0.45 ms)
+    and a run's 20 connections split between them at random, 10/10 to 4/16, which moved its rate by ~5%
+    (CHANGELOG.md, 2026-11-29, issue 53). None keeps `auto` (Nginx alone on its machine)."""
+    conf = (TARGET_DIR / "nginx.conf").read_text()
+    if listen_address or port != 80:
+        listen = f"{listen_address}:{port}" if listen_address else str(port)
+        conf = _replace_once(conf, r"^(\s*listen\s+)80\b", rf"\g<1>{listen}", "`listen 80` line to bind")
+    if workers is not None:
+        conf = _replace_once(conf, r"^worker_processes auto;", f"worker_processes {workers};",
+                             "`worker_processes auto;` line")
+    return conf
+
+
+def _replace_once(conf: str, pattern: str, replacement: str, what: str) -> str:
+    conf, count = re.subn(pattern, replacement, conf, flags=re.MULTILINE)
+    if count != 1:
+        raise HarnessError(f"{TARGET_DIR / 'nginx.conf'}: expected one {what}, found {count}")
+    return conf
 
 
 def expected_body_length() -> int:

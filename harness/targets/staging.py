@@ -34,6 +34,7 @@ DELAY_LEVELS = 256   # a uniform delay range is drawn from the first two hex dig
 class Process:
     role: str               # "upstream" (the file server) or "proxy"
     argv: list[str]
+    workers: int | None = None   # the file server's worker_processes (None: Nginx's `auto`)
 
 
 @dataclass(frozen=True)
@@ -48,20 +49,24 @@ class Stack:
         return len(self.processes) > 1
 
 
-def stage(setup: Setup, folder: Path, load_host: str, upstream_host: str, certificate: Certificate | None) -> Stack:
+def stage(setup: Setup, folder: Path, load_host: str, upstream_host: str, certificate: Certificate | None,
+          cpus: dict[str, tuple[int, ...]] | None = None) -> Stack:
     """Write every configuration of ``setup`` under ``folder``: the file server in ``files/``, a proxy in
     ``proxy/``. ``load_host`` is the address the tools load; ``upstream_host`` the file server's, as the
-    proxy reaches it (the same address when both run in one place)."""
+    proxy reaches it (the same address when both run in one place). ``cpus``: each server's CPUs
+    (CpuSplit.stack_cpus), an Nginx's worker count (file_server.nginx_conf); None: Nginx's own `auto`."""
+    workers = {role: len(cpu_set) for role, cpu_set in cpus.items()} if cpus else {}
     adapter = get(setup.target)
     if setup.tls and certificate is None:
         raise HarnessError("a TLS setup needs a certificate (make_certificate)")
     files = folder / "files"
     files.mkdir(parents=True)
     behind_proxy = adapter.is_proxy
-    stage_file_server(files, port=UPSTREAM_PORT if behind_proxy else LOAD_PORT)
+    stage_file_server(files, port=UPSTREAM_PORT if behind_proxy else LOAD_PORT, workers=workers.get("upstream"))
     _file_server_extras(files, setup, certificate if setup.tls and not behind_proxy else None, behind_proxy)
     api_log = _api_extras(files, setup, adapter.folder) if adapter.flows else None
-    upstream = Process("upstream", ["nginx", "-p", f"{files}/", "-c", str(files / "nginx.conf")])
+    upstream = Process("upstream", ["nginx", "-p", f"{files}/", "-c", str(files / "nginx.conf")],
+                       workers.get("upstream"))
     port = TLS_PORT if setup.tls else LOAD_PORT
     undelayed = f"{UNDELAYED}/{TARGET_FILE}" if setup.delay_ms else None
     h2c_port = H2C_PORT if setup.protocol == "h2c" else None
@@ -78,7 +83,8 @@ def stage(setup: Setup, folder: Path, load_host: str, upstream_host: str, certif
     config.write_text(template.render(port=port, tls=setup.tls, upstream=f"{upstream_host}:{UPSTREAM_PORT}",
                                       cert=certificate and certificate.cert, key=certificate and certificate.key,
                                       pem=certificate and certificate.pem, protocol=setup.protocol,
-                                      h2c_port=h2c_port, proto_header=PROTO_HEADER) + "\n")
+                                      h2c_port=h2c_port, proto_header=PROTO_HEADER,
+                                      workers=workers.get("proxy", "auto")) + "\n")
     argv = [part.format(prefix=proxy_dir, config=config) for part in adapter.command]
     _readable(folder)
     return Stack(setup, [upstream, Process("proxy", argv)],
@@ -189,7 +195,10 @@ def stack_facts(stack: Stack, cpus: dict[str, tuple[int, ...]], versions: dict[s
     """What the rows say about the target: target_stack (what runs on which CPUs) and target_version.
     ``versions``: {target id: version} of the servers in the stack."""
     proxy = get(stack.setup.target) if stack.has_proxy else None
-    upstream = f"{FILE_SERVER} {versions.get(FILE_SERVER, '?')} on CPUs {format_cpus(cpus['upstream'])}"
+    workers = stack.processes[0].workers
+    upstream = (f"{FILE_SERVER} {versions.get(FILE_SERVER, '?')}"
+                + (f" ({workers} worker{'s' * (workers != 1)})" if workers else "")
+                + f" on CPUs {format_cpus(cpus['upstream'])}")
     if proxy is None:
         described = upstream
     else:
