@@ -28,11 +28,13 @@ def test_an_interrupt_survives_a_failing_stop(capsys):
 
 # --- the harness's observation during a load (issue 53): held to the tool's CPUs, and its cost recorded ------------
 import os
+import re
 import threading
 import time
+from pathlib import Path
 
 from harness.cpus import CpuSplit, format_cpus, observer_on
-from harness.processes import cpu_ns
+from harness.processes import cpu_ns, ended_within
 from harness.runtimes.host import HostSession
 from harness.store.record import EXECUTION, load_execution
 from harness.suite.execution import execute
@@ -85,3 +87,43 @@ def test_a_runs_observation_is_held_to_the_tools_cpus_and_its_cost_recorded(tmp_
     assert load_execution(tmp_path).observer == observer          # kept in execution.json
     assert '"observer": {"cpus"' in (tmp_path / EXECUTION).read_text()
     assert os.sched_getaffinity(0) == set(CPUS)                    # the harness let go after the load
+
+
+def _wakeups(action) -> int:
+    """The calling thread's voluntary context switches (each a sleep it woke from) during ``action()``."""
+    def switches() -> int:
+        status = Path(f"/proc/self/task/{threading.get_native_id()}/status").read_text()
+        return int(re.search(r"^voluntary_ctxt_switches:\s+(\d+)", status, re.MULTILINE).group(1))
+    before = switches()
+    action()
+    return switches() - before
+
+
+def test_the_tool_is_waited_for_asleep_not_by_polling_on_its_cpus():
+    """Popen.wait(timeout) wakes every 50 ms at most, on the tool's CPUs during a load; each wake-up preempted the
+    tool (1.2% of wrk's rate, issue 53). ended_within sleeps in the kernel until the process ends or time is up."""
+    child = subprocess.Popen(["sleep", "5"])
+    try:
+        polled = _wakeups(lambda: pytest.raises(subprocess.TimeoutExpired, child.wait, timeout=1.0))
+        started = time.monotonic()
+        asleep = _wakeups(lambda: not ended_within(child, 1.0) or pytest.fail("sleep 5 ended within 1 s"))
+        assert 0.9 <= time.monotonic() - started < 3.0
+        assert polled >= 10 and asleep <= 2, (polled, asleep)    # the control, then the kernel's one wake-up
+        assert child.poll() is None
+    finally:
+        child.kill()
+        child.wait()
+    quick = subprocess.Popen(["sleep", "0.2"])
+    assert ended_within(quick, 10.0) and quick.returncode == 0       # reaped at its end, not at the timeout
+    assert ended_within(quick, 0.0)                                  # reaped before: ended
+
+
+def test_a_stand_in_without_a_pid_here_is_waited_for_its_own_way():
+    class TaskStandIn:                        # harness/runtimes/task.py TaskProcess: negative pid, its own wait
+        pid, waited = -1, []
+
+        def wait(self, timeout=None):
+            self.waited.append(timeout)
+            raise subprocess.TimeoutExpired("task", timeout)
+    stand_in = TaskStandIn()
+    assert ended_within(stand_in, 0.5) is False and stand_in.waited == [0.5]

@@ -1,5 +1,5 @@
 """The overhead benchmark (harness/suite/overhead_check.py, make bench-overhead) run briefly for real, so that it
-cannot rot unnoticed again (issue 53): 1 pair of 2 s, wrk, host runtime; and its --carry-over, 6 runs of 1 s. Their
+cannot rot unnoticed again (issue 53): 1 pair of 2 s, wrk, in each runtime; and its --carry-over, 6 runs of 1 s. Their
 arithmetic: tests/test_overhead.py."""
 import csv
 import json
@@ -12,14 +12,15 @@ import pytest
 from conftest import REPO, leftovers, require_root_tools
 from harness.cpus import parse_cpus
 from harness.runtimes import host
+from harness.runtimes.docker import docker_available
 from harness.suite import carry_over, overhead_check as oc
 
 pytestmark = pytest.mark.e2e
 
 
-def lth_overhead(results_root: Path, *options: str) -> subprocess.CompletedProcess:
-    """`lth overhead --runtime host --tools wrk OPTIONS` as typed, into ``results_root``."""
-    return subprocess.run([str(Path(sys.executable).parent / "lth"), "overhead", "--runtime", "host", "--tools", "wrk",
+def lth_overhead(results_root: Path, *options: str, runtime: str = "host") -> subprocess.CompletedProcess:
+    """`lth overhead --runtime RUNTIME --tools wrk OPTIONS` as typed, into ``results_root``."""
+    return subprocess.run([str(Path(sys.executable).parent / "lth"), "overhead", "--runtime", runtime, "--tools", "wrk",
                            *options, "--results-root", str(results_root)],
                           cwd=REPO, capture_output=True, text=True, timeout=600)
 
@@ -57,8 +58,31 @@ def test_one_brief_pair_gives_a_ratio_of_two_measured_rates_and_leaves_nothing(t
     assert leftovers() == []
 
 
-def _row(folder):
-    (runs,) = folder.glob("harness/*-host/runs.csv")   # the harness's own folder, as `harness run` writes it
+@pytest.mark.tools("wrk")
+def test_one_docker_pair_runs_the_same_image_and_nginx_workers_by_hand_and_leaves_nothing(tmp_path):
+    """The Docker by-hand side (its own network, the target image serving a mounted copy with the harness's worker
+    count, the tool image by `docker run`), which only a real check runs otherwise."""
+    if docker_available() is None:
+        pytest.skip("no Docker daemon answers: run `make deps`")
+    result = lth_overhead(tmp_path, "--pairs", "1", "--duration", "2", runtime="docker")
+    assert result.returncode == 0, result.stdout + result.stderr
+    (folder,) = tmp_path.glob("*-overhead")
+    (measured,) = json.loads((folder / "overhead.json").read_text())["results"]
+    (pair,) = measured["pairs"]
+    assert pair["harness_rps"] > 0 and pair["by_hand_rps"] > 0 and pair["errors"] == []
+    row = _row(folder, "docker")
+    workers = len(parse_cpus(row["cpus_target"]))
+    assert pair["by_hand_nginx"] == pair["harness_nginx"] == 1 + workers       # docker-init not counted
+    script = (folder / pair["by_hand_run"] / "commands.sh").read_text()
+    assert f"sed -i 's/^worker_processes auto;/worker_processes {workers};/'" in script
+    assert f"--cpuset-cpus {row['cpus_target']}" in script and oc.HAND_SUBNET in script
+    assert measured["by_hand_command"][:3] == ["docker", "run", "--rm"]
+    assert f"({workers} worker{'s' * (workers != 1)}) on CPUs {row['cpus_target']}" in row["target_stack"]
+    assert leftovers() == []
+
+
+def _row(folder, runtime: str = "host"):
+    (runs,) = folder.glob(f"harness/*-{runtime}/runs.csv")   # the harness's own folder, as `harness run` writes it
     (row,) = csv.DictReader(runs.open())
     return row
 

@@ -17,7 +17,7 @@ from contextlib import nullcontext
 from pathlib import Path
 
 from harness.cpus import format_cpus, observer_on
-from harness.processes import signals_deferred
+from harness.processes import ended_within, signals_deferred
 from harness.runtimes.base import Session
 from harness.sampling import PidSource, TopSampler
 from harness.store.hdr import write_histogram
@@ -100,18 +100,12 @@ def wait_while_working(proc: subprocess.Popen, timeout_s: float, overtime_s: flo
     started = time.monotonic()
     deadline, limit = started + timeout_s, started + timeout_s + overtime_s
     look = max(started, deadline - OVERTIME_CHECK_S)   # the folder's size a look before the deadline
-    try:
-        proc.wait(timeout=look - started)
+    if ended_within(proc, look - started):
         return False, 0.0
-    except subprocess.TimeoutExpired:
-        pass
     size, look = folder_bytes(run_dir), deadline
     while True:
-        try:
-            proc.wait(timeout=max(0.0, look - time.monotonic()))
+        if ended_within(proc, look - time.monotonic()):
             return False, max(0.0, time.monotonic() - deadline)
-        except subprocess.TimeoutExpired:
-            pass
         now = folder_bytes(run_dir)
         working = now > size or (sampler.cpu_since(OVERTIME_CHECK_S) or 0.0) >= WORKING_CPU_PCT
         if not working or time.monotonic() >= limit:

@@ -425,7 +425,8 @@ def host_nginx(split: CpuSplit, commands: Commands, folder: Path) -> Iterator[Ha
 
 
 def hand_config(prefix: Path, split: CpuSplit, commands: Commands) -> None:
-    """The project's nginx.conf in ``prefix`` with one worker per target CPU, as the harness stages it."""
+    """The project's nginx.conf in ``prefix`` (copied there, or not yet: it is written whole) with one worker per
+    target CPU, as the harness stages it."""
     workers = len(split.target_cpus)
     commands.note(["sed", "-i", f"s/^worker_processes auto;/worker_processes {workers};/", str(prefix / "nginx.conf")])
     (prefix / "nginx.conf").write_text(nginx_conf(workers=workers))
@@ -454,9 +455,11 @@ def docker_nginx(split: CpuSplit, commands: Commands, folder: Path, mounts: list
         # 13-29% less here (CHANGELOG.md, 2026-11-28)
         mounted = folder / "target"
         if "mount" in candidates_off():
+            commands.note(["mkdir", str(mounted)])
             mounted.mkdir()
             mount = ["-v", f"{mounted / 'nginx.conf'}:/srv/target/nginx.conf:ro"]
         else:
+            commands.note(["cp", "-r", str(TARGET_DIR), str(mounted)])
             shutil.copytree(TARGET_DIR, mounted, ignore=shutil.ignore_patterns("Dockerfile", "target.toml"))
             (mounted / "tmp").mkdir()
             mount = ["-v", f"{mounted}:/srv/target"]
