@@ -28,12 +28,7 @@ def lth_overhead(results_root: Path, *options: str, runtime: str = "host") -> su
 @pytest.mark.tools("wrk")
 def test_one_brief_pair_gives_a_ratio_of_two_measured_rates_and_leaves_nothing(tmp_path):
     require_root_tools("ip", "nginx", "taskset", "wrk")
-    result = lth_overhead(tmp_path, "--pairs", "1", "--duration", "2")
-    assert result.returncode == 0, result.stdout + result.stderr
-    (folder,) = tmp_path.glob("*-overhead")
-    (measured,) = json.loads((folder / "overhead.json").read_text())["results"]
-    (pair,) = measured["pairs"]
-    assert pair["harness_rps"] > 0 and pair["by_hand_rps"] > 0 and pair["errors"] == []
+    result, folder, measured, pair = one_pair(tmp_path, "host")
     assert pair["ratio"] == pytest.approx(pair["harness_rps"] / pair["by_hand_rps"])
     assert f"host wrk: harness/by-hand {pair['ratio']:.3f} over 1 pair" in result.stdout
     # the same command on both sides but the address: by hand pinned with taskset to the harness's tool CPUs, against
@@ -64,12 +59,7 @@ def test_one_docker_pair_runs_the_same_image_and_nginx_workers_by_hand_and_leave
     count, the tool image by `docker run`), which only a real check runs otherwise."""
     if docker_available() is None:
         pytest.skip("no Docker daemon answers: run `make deps`")
-    result = lth_overhead(tmp_path, "--pairs", "1", "--duration", "2", runtime="docker")
-    assert result.returncode == 0, result.stdout + result.stderr
-    (folder,) = tmp_path.glob("*-overhead")
-    (measured,) = json.loads((folder / "overhead.json").read_text())["results"]
-    (pair,) = measured["pairs"]
-    assert pair["harness_rps"] > 0 and pair["by_hand_rps"] > 0 and pair["errors"] == []
+    _, folder, measured, pair = one_pair(tmp_path, "docker")
     row = _row(folder, "docker")
     workers = len(parse_cpus(row["cpus_target"]))
     assert pair["by_hand_nginx"] == pair["harness_nginx"] == 1 + workers       # docker-init not counted
@@ -79,6 +69,18 @@ def test_one_docker_pair_runs_the_same_image_and_nginx_workers_by_hand_and_leave
     assert measured["by_hand_command"][:3] == ["docker", "run", "--rm"]
     assert f"({workers} worker{'s' * (workers != 1)}) on CPUs {row['cpus_target']}" in row["target_stack"]
     assert leftovers() == []
+
+
+def one_pair(tmp_path, runtime: str):
+    """`lth overhead --runtime RUNTIME --tools wrk --pairs 1 --duration 2`: its output, folder, entry and pair, both
+    sides measured."""
+    result = lth_overhead(tmp_path, "--pairs", "1", "--duration", "2", runtime=runtime)
+    assert result.returncode == 0, result.stdout + result.stderr
+    (folder,) = tmp_path.glob("*-overhead")
+    (measured,) = json.loads((folder / "overhead.json").read_text())["results"]
+    (pair,) = measured["pairs"]
+    assert pair["harness_rps"] > 0 and pair["by_hand_rps"] > 0 and pair["errors"] == []
+    return result, folder, measured, pair
 
 
 def _row(folder, runtime: str = "host"):
