@@ -123,11 +123,12 @@ while (1) {
     if ($select->count && $select->can_read(1)) {
         my $order = <$socket>;
         $select->remove($socket) unless defined $order;
-        if (!defined $order || $order =~ /^stop/) { kill 'TERM', -$pid; $stop_at //= uptime() + 5 }
+        # the group, or the child itself while it has not called setsid yet (a stop right after `started`)
+        if (!defined $order || $order =~ /^stop/) { kill('TERM', -$pid) or kill('TERM', $pid); $stop_at //= uptime() + 5 }
     } elsif (!$select->count) {
         select(undef, undef, undef, 1);
     }
-    kill 'KILL', -$pid if defined $stop_at && uptime() > $stop_at;
+    kill('KILL', -$pid) or kill('KILL', $pid) if defined $stop_at && uptime() > $stop_at;
 }
 my $code = POSIX::WIFEXITED($status) ? POSIX::WEXITSTATUS($status) : 128 + POSIX::WTERMSIG($status);
 log_results($code, time()) if $log_results;
