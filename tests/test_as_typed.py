@@ -21,7 +21,8 @@ from conftest import make_as_typed, rederived_differences, selected_tools
 from harness import REPO_ROOT, scenarios
 from harness.network.shaping import netem_available
 from harness.row import rtt_ok
-from harness.row.usage import MIN_GROWTH_FRAMES, check_span
+from harness.row.bottleneck import MEMORY_CHECK_TOLERANCE
+from harness.row.usage import MIN_GROWTH_FRAMES, STEADY, check_span, moved
 from harness.stats import PERCENTILES, histogram_metrics, percentile_field
 from harness.store import hdr
 from harness.tools import registry
@@ -53,14 +54,20 @@ def test_every_tools_memory_is_cross_checked_like_with_like_and_per_vu_is_a_slop
     typed = bench_quick(runtime)
     noted = [f"{r['scenario']} {r['tool']}: {r['notes']}" for r in typed.rows if "memory check:" in r["notes"]]
     assert noted == [], noted
+    judged_to_2pct = 0
     for row in typed.rows:
         meta = run_meta(typed, row)
         check = meta["memory_check"]
-        # within 2% of what top read before and after it
-        assert abs(check_span(check["top_mb"], check["next_top_mb"], check["check_mb"])) <= 0.02, (row["tool"], check)
+        # within 2% of what top read before and after it where top's RSS held steady over that second; where it
+        # moved (a 3 s run of k6 is all ramp: 61.1, VmRSS 57.7, 63.5 MiB), within the product's own tolerance
+        steady = moved(check["top_mb"], check["next_top_mb"]) <= STEADY
+        tolerance = 0.02 if steady else MEMORY_CHECK_TOLERANCE
+        judged_to_2pct += steady
+        assert abs(check_span(check["top_mb"], check["next_top_mb"], check["check_mb"])) <= tolerance, (row["tool"], check)
         assert "mem_per_vu_kb" not in row and "mem_baseline_mb" not in row     # retired (harness/store/upgrade.py)
         # a 3 s run's window can hold two frames (drill, JMeter, k6): no slope over two (MIN_GROWTH_FRAMES)
         assert row["mem_growth_mb_per_s"] != "" or meta["samples"] <= MIN_GROWTH_FRAMES, (row["tool"], meta["samples"])
+    assert judged_to_2pct >= len(typed.rows) / 3, judged_to_2pct   # CI 2026-11-29: 26 of 38 (Docker), 23 of 37
     # the quick start's two levels are at two RTTs: no slope (issue 48: across RTTs throughput read as "per VU")
     card = {r["tool"]: r for r in csv.DictReader((typed.folder / "report" / "scorecard.csv").open())}
     assert all(card[t]["mem_per_vu_kb"].startswith(NOT_MEASURED) for t in {r["tool"] for r in typed.rows}), \

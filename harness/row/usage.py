@@ -14,7 +14,10 @@ The memory check reads VmRSS of the same pids right after top printed a frame (h
 so after top read it and before top reads the next one. Memory moves in between (oha keeps every result:
 7 MiB/s; a tool that stopped its users frees memory as it exits), so the check is judged against the
 range top itself saw over that interval: this frame's RSS and the next resident frame's (``check_span``).
-A frame with no resident frame after it has no such range and holds no check.
+A frame with no resident frame after it has no such range and holds no check. Between two frames a process's
+RSS need not pass monotonically from one reading to the other (Go's k6 at its first second: top 61.1, VmRSS
+57.7, top 63.5 MiB, CI 2026-11-29): the check is taken at the last frame over which top's RSS held steady
+(``STEADY``), the steadiest frame when none did.
 """
 from __future__ import annotations
 
@@ -25,6 +28,7 @@ from harness.store.samples import CpuFrame, Sample
 
 STALL_S = 1.5   # a frame later than this after the previous one follows a stall (interval 1 s)
 MIN_GROWTH_FRAMES = 3   # a slope over two frames is their difference: one frame's noise
+STEADY = 0.02   # top's RSS moved at most this much over the frame's interval: the check compares like with like
 
 
 @dataclass(frozen=True)
@@ -38,9 +42,9 @@ class Usage:
     cpu_frames_dropped: int = 0                # frames after a stall, left out of cpu_avg_pct
     mem_frames_dropped: int = 0                # frames in the window with RSS 0 (exiting), left out of memory
     mem_growth_mb_per_s: float | None = None   # RSS's least-squares slope over the window's frames (3 at least)
-    check_top_mb: float | None = None          # the last frame in the window with a memory check and a
-    check_next_top_mb: float | None = None     # resident frame after it: top's RSS there and one frame later,
-    check_mb: float | None = None              # and the independent figure read between the two
+    check_top_mb: float | None = None          # the frame in the window that holds the memory check (a resident
+    check_next_top_mb: float | None = None     # frame after it, the last steady one): top's RSS there and one
+    check_mb: float | None = None              # frame later, and the independent figure read between the two
 
 
 def resident(sample: Sample) -> bool:
@@ -83,6 +87,7 @@ def summarise(samples: list[Sample], window: tuple[float, float] | None = None) 
     # A check of 0 read the processes gone or exiting after top's frame: no reading (as an RSS of 0 is none).
     following = {id(a): b for a, b in zip(samples, samples[1:]) if resident(b)}
     checked = [s for s in memory if s.rss_check_mb and id(s) in following]
+    check = check_frame(checked, following)
     return Usage(
         mem_avg_mb=fmean(s.rss_mb for s in memory) if memory else None,
         mem_peak_mb=max((s.rss_mb for s in memory), default=None),
@@ -93,10 +98,24 @@ def summarise(samples: list[Sample], window: tuple[float, float] | None = None) 
         cpu_frames_dropped=len(rated) - len(kept),
         mem_frames_dropped=len(inside) - len(memory),
         mem_growth_mb_per_s=growth(memory),
-        check_top_mb=checked[-1].rss_mb if checked else None,
-        check_next_top_mb=following[id(checked[-1])].rss_mb if checked else None,
-        check_mb=checked[-1].rss_check_mb if checked else None,
+        check_top_mb=check.rss_mb if check else None,
+        check_next_top_mb=following[id(check)].rss_mb if check else None,
+        check_mb=check.rss_check_mb if check else None,
     )
+
+
+def moved(top_mb: float, next_top_mb: float) -> float:
+    """How far top's RSS moved from one frame to the next, relative to the first."""
+    return abs(next_top_mb / top_mb - 1)
+
+
+def check_frame(checked: list[Sample], following: dict[int, Sample]) -> Sample | None:
+    """The last frame over which top's RSS held steady; the steadiest (the latest of equals) when none did."""
+    movement = {id(s): moved(s.rss_mb, following[id(s)].rss_mb) for s in checked}
+    steady = [s for s in checked if movement[id(s)] <= STEADY]
+    if steady:
+        return steady[-1]
+    return min(reversed(checked), key=lambda s: movement[id(s)], default=None)
 
 
 def busy_pct(cpu_busy: list[CpuFrame], cpus: tuple[int, ...], window: tuple[float, float] | None,
