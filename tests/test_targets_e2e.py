@@ -50,6 +50,9 @@ def test_every_setup_serves_the_file_with_keep_alive_and_counts_at_nginx():
             # an Nginx's master and one worker per CPU of its share (its `auto` would count the machine's)
             shares = runtime._stack.cpus
             assert len(runtime._stack.pids("upstream")) == 1 + len(shares["upstream"]), setup
+            # the file server's folder directly under /tmp, as deep as a copy by hand (Nginx walks the path per request)
+            master = Path(f"/proc/{runtime._stack.procs['upstream'].pid}/cmdline").read_text().replace("\0", " ").split()
+            assert Path(master[master.index("-p") + 1]).parent == Path("/tmp"), master
             if setup.target == "nginx-proxy":
                 assert len(runtime._stack.pids("proxy")) == 1 + len(shares["proxy"]), setup
             if setup.checked:

@@ -50,17 +50,18 @@ class Stack:
 
 
 def stage(setup: Setup, folder: Path, load_host: str, upstream_host: str, certificate: Certificate | None,
-          cpus: dict[str, tuple[int, ...]] | None = None) -> Stack:
+          cpus: dict[str, tuple[int, ...]] | None = None, files: Path | None = None) -> Stack:
     """Write every configuration of ``setup`` under ``folder``: the file server in ``files/``, a proxy in
     ``proxy/``. ``load_host`` is the address the tools load; ``upstream_host`` the file server's, as the
     proxy reaches it (the same address when both run in one place). ``cpus``: each server's CPUs
-    (CpuSplit.stack_cpus), an Nginx's worker count (file_server.nginx_conf); None: Nginx's own `auto`."""
+    (CpuSplit.stack_cpus), an Nginx's worker count (file_server.nginx_conf); None: Nginx's own `auto`.
+    ``files``: the file server's folder elsewhere (an empty one), in place of ``folder/files``."""
     workers = {role: len(cpu_set) for role, cpu_set in cpus.items()} if cpus else {}
     adapter = get(setup.target)
     if setup.tls and certificate is None:
         raise HarnessError("a TLS setup needs a certificate (make_certificate)")
-    files = folder / "files"
-    files.mkdir(parents=True)
+    files = files or folder / "files"
+    files.mkdir(parents=True, exist_ok=True)
     behind_proxy = adapter.is_proxy
     stage_file_server(files, port=UPSTREAM_PORT if behind_proxy else LOAD_PORT, workers=workers.get("upstream"))
     _file_server_extras(files, setup, certificate if setup.tls and not behind_proxy else None, behind_proxy)
@@ -72,6 +73,7 @@ def stage(setup: Setup, folder: Path, load_host: str, upstream_host: str, certif
     h2c_port = H2C_PORT if setup.protocol == "h2c" else None
     protocol = {"protocol": setup.protocol, "h2c_port": h2c_port,
                 "protocol_log": files / PROTOCOL_LOG if setup.checked else None}
+    _readable(files)
     if not behind_proxy:
         _readable(folder)
         return Stack(setup, [upstream], Target(load_host, port, status_port=LOAD_PORT, tls=setup.tls,
