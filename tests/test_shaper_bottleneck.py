@@ -59,6 +59,16 @@ def test_saturation_still_comes_first():
     assert limited_by(row, 2) == "tool"
 
 
+@pytest.mark.parametrize("target_cpu_pct, shaper_cpu_pct, named", [
+    (90.04, 56.76, "shaper"),   # CI's VM, 2026-11-29: Nginx 33% of CPU 0, Toxiproxy the rest of it
+    (99.0, 5.0, "target"),      # Nginx alone filled its CPU
+])
+def test_the_target_full_of_toxiproxy_names_the_shaper(target_cpu_pct, shaper_cpu_pct, named):
+    row = vu1000(target_saturated=True, target_cpu_pct=target_cpu_pct, shaper_cpu_pct=shaper_cpu_pct, cpus_target="0")
+    fill_shaper(row, under_load(via_ms=121.5, direct_ms=90.3), row.duration_s)
+    assert limited_by(row, 2) == named
+
+
 def test_a_probe_that_outlasted_the_load_or_failed_is_kept_but_not_used():
     row = vu1000()
     meta = fill_shaper(row, under_load(via_ms=80.5, ended_s=9.1), row.duration_s)
