@@ -102,6 +102,7 @@ bench-capacity: deps  ## each tool's highest sustained arrival rate, by search
 # against the same command by hand, each side with its own Nginx (the same config, workers and CPUs), in
 # interleaved pairs of DURATION s (3), until the ratio's 95% interval is within +-PRECISION (0.02), or PAIRS pairs.
 # RESUME=results/<UTC>-overhead adds pairs to that check (one stopped, or not yet precise) until the goal.
+# BY_HAND_TOP=1 runs the harness's top beside the tool by hand too: the ratio leaves top's cost out.
 .PHONY: bench-overhead
 bench-overhead: RUNTIME = both
 bench-overhead: TOOLS = wrk,oha
@@ -109,7 +110,8 @@ bench-overhead:  ## harness vs the same tool by hand: RPS ratio with its interva
 	NEED_DOCKER=$(if $(filter host,$(RUNTIME)),0,1) NEED_TOOLS=$(if $(filter docker swarm,$(RUNTIME)),0,1) scripts/deps.sh $(TOOLS)
 	$(LTH) overhead --runtime $(RUNTIME) --tools $(TOOLS) $(if $(PAIRS),--pairs $(PAIRS)) \
 	  $(if $(PRECISION),--precision $(PRECISION)) $(if $(MAX_PAIRS),--max-pairs $(MAX_PAIRS)) \
-	  $(if $(DURATION),--duration $(DURATION)) $(if $(RESUME),--resume $(RESUME)) --results-root $(RESULTS_ROOT)
+	  $(if $(DURATION),--duration $(DURATION)) $(if $(RESUME),--resume $(RESUME)) $(if $(BY_HAND_TOP),--by-hand-top) \
+	  --results-root $(RESULTS_ROOT)
 
 # bench-quick across "machines" made on this one for the run (harness/lab.py: sshd in network
 # namespaces on one bridge): the tools on GENERATORS test hosts, Nginx on another (docs/machines.md).

@@ -94,6 +94,13 @@ SAMPLER_NICE = -5   # top and the thread reading it: a load on every CPU must no
 # ... and they never cut into the tool's turn on waking: the kernel's wakeup preemption skips SCHED_BATCH, which
 # keeps the nice level's share of a busy CPU (issue 53: the observer shares the tool's CPUs during a load).
 SAMPLER_POLICY = os.SCHED_BATCH
+TOP_ENV = {"LC_ALL": "C", "TERM": "dumb"}   # top's frames as the reader parses them
+
+
+def top_command(interval_s: float = 1.0) -> list[str]:
+    """top as the harness runs it on this machine: batch mode, every process, wide lines, memory in KiB, each CPU's
+    summary (the overhead check's --by-hand-top runs the same beside a tool by hand)."""
+    return ["top", "-b", "-d", str(interval_s), "-w", "512", "-e", "k", "-1"]
 
 
 def _raise_priority(task_id: int) -> None:
@@ -132,10 +139,9 @@ class TopSampler:
         self.top_cpus: str | None = None     # the CPUs top was allowed then, as the kernel says
 
     def __enter__(self) -> "TopSampler":
-        local = ["top", "-b", "-d", str(self._interval_s), "-w", "512", "-e", "k", "-1"]
         self._proc = subprocess.Popen(
-            self._command or local, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-            env=None if self._command else {"LC_ALL": "C", "TERM": "dumb"}, start_new_session=bool(self._command),
+            self._command or top_command(self._interval_s), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            text=True, env=None if self._command else TOP_ENV, start_new_session=bool(self._command),
         )
         if not self._command:
             _raise_priority(self._proc.pid)

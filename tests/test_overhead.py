@@ -2,7 +2,10 @@
 its run end to end: tests/test_overhead_e2e.py)."""
 import json
 import math
+import os
+import shlex
 import sys
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -10,6 +13,7 @@ import numpy as np
 import pytest
 
 from harness.cpus import CpuSplit
+from harness.sampling import SAMPLER_NICE, SAMPLER_POLICY, top_command
 from harness.store.figures import Metrics
 from harness.suite import carry_over, overhead_check as oc
 from harness.tools.output import RunSpec, ToolOutput
@@ -28,7 +32,7 @@ def runs_in_order(tools: list[str], pairs: int, monkeypatch) -> list[tuple[str, 
     """(tool, side) of every run a check of ``pairs`` pairs per tool makes, in order, its runs replaced by a stub."""
     runs: list[tuple[str, str]] = []
 
-    def measured_pair(runtime, adapter, scenario, split, index, root, lock, previous):
+    def measured_pair(runtime, adapter, scenario, split, index, root, lock, previous, top):
         order = oc.pair_order(previous)
         runs.extend((adapter.name, side) for side in order)
         return oc.Pair(index, order[0], 100_000.0, 100_000.0, after=previous), oc.HandRun([adapter.name], 1.0, None)
@@ -169,13 +173,13 @@ def test_an_unknown_candidate_is_refused_in_one_line(monkeypatch, tmp_path, caps
 def test_the_by_hand_commands_are_kept_as_a_script(tmp_path):
     commands = oc.Commands()
     commands.run(["true"])
-    commands.note(["nginx", "-p", "/tmp/lth-target-hand-x/"], background=True)
+    commands.note(["nginx", "-p", "/tmp/lth-target-hand-x/"], background="nginx")
     with pytest.raises(oc.HarnessError, match="`false` failed"):
         commands.run(["false"])
     assert commands.run(["/nonexistent/ip"], check=False).returncode == 1
     commands.write(tmp_path / "commands.sh")
     assert (tmp_path / "commands.sh").read_text().splitlines()[2:] == \
-        ["true", "nginx -p /tmp/lth-target-hand-x/ &", "false", "/nonexistent/ip"]
+        ["true", "nginx -p /tmp/lth-target-hand-x/ & nginx=$!", "false", "/nonexistent/ip"]
 
 
 def test_the_by_hand_addresses_are_the_projects_own_and_apart_from_the_harnesss():
@@ -218,10 +222,11 @@ def overhead_json(folder: Path, runtime: str, ratios: list[float], duration_s: i
     ("docker", {"format": 2, "candidates_off": ["mount"]}, ("mount",), "by index"),
     ("docker", {"format": 2}, (), "by index"),
     ("host", {"format": 3}, (), "after its own first side"),
+    ("host", {"format": 3, "by_hand_top": True}, (), "after its own first side"),
 ])
 def test_a_checks_settings_are_read_in_todays_terms_whatever_its_format(tmp_path, runtime, written, read, order):
     folder = overhead_json(tmp_path / "a", runtime, [1.0], duration_s=3, **written)
-    assert oc.load(folder)[0] == (oc.SCENARIO, 3, read, order)
+    assert oc.load(folder)[0] == (oc.SCENARIO, 3, read, order, written.get("by_hand_top", False))
 
 
 def test_a_resumed_check_adds_pairs_after_its_own_until_the_goal(tmp_path, monkeypatch, capsys):
@@ -230,8 +235,8 @@ def test_a_resumed_check_adds_pairs_after_its_own_until_the_goal(tmp_path, monke
     (folder / "by-hand" / "host-wrk-4").mkdir(parents=True)        # a pair interrupted before it was recorded
     ran = []
 
-    def measured_pair(runtime, adapter, scenario, split, index, root, lock, previous):
-        ran.append((runtime, adapter.name, index, scenario.duration_s))
+    def measured_pair(runtime, adapter, scenario, split, index, root, lock, previous, top):
+        ran.append((runtime, adapter.name, index, scenario.duration_s, top))
         oc.hand_folder(root, runtime, adapter.name, index).mkdir()
         return oc.Pair(index, oc.pair_order(previous)[0], 100_000.0, 100_000.0), oc.HandRun(["wrk"], 1.0, None)
     monkeypatch.setattr(oc, "one_pair", measured_pair)
@@ -241,7 +246,7 @@ def test_a_resumed_check_adds_pairs_after_its_own_until_the_goal(tmp_path, monke
     (wrk,) = oc.registry.select("wrk")
     scenario = oc.select(f"{oc.REPO_ROOT}/{oc.SCENARIO}", args.duration)[0]
     assert oc.measure(args, [wrk], scenario, None, measured, [*commands, ["lth", "overhead", "--resume"]]) == 0
-    assert ran == [("host", "wrk", 4, 3), ("host", "wrk", 5, 3)]       # after its 3 pairs, at its 3 s, to 5 in all
+    assert ran == [("host", "wrk", 4, 3, False), ("host", "wrk", 5, 3, False)]   # after its 3 pairs, at its 3 s, to 5
     data = json.loads((folder / "overhead.json").read_text())
     (result,) = data["results"]
     assert [p["index"] for p in result["pairs"]] == [1, 2, 3, 4, 5] and result["line"].endswith("over 5 pairs")
@@ -261,10 +266,13 @@ def test_a_check_that_differs_is_not_resumed(tmp_path, monkeypatch, capsys):
     assert "this check would be" in capsys.readouterr().err
     folder = overhead_json(tmp_path / "c", "host", [1.0], duration_s=3, format=2)   # its pairs ordered by index
     assert oc.main(["--resume", str(folder)]) == 2
-    assert "'by index'), this check would be" in capsys.readouterr().err
+    assert "'by index', False), this check would be" in capsys.readouterr().err
+    folder = overhead_json(tmp_path / "d", "host", [1.0], duration_s=3, format=oc.FORMAT, by_hand_top=True)
+    assert oc.main(["--resume", str(folder)]) == 2                 # measured with top by hand: resumed only so
+    assert "top by hand) (" in capsys.readouterr().err
     assert oc.main(["--resume", str(tmp_path / "none")]) == 2
     assert capsys.readouterr().err.startswith("error: --resume: ")
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "b", "c"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "b", "c", "d"]
 
 
 def test_pairs_of_several_checks_are_pooled_per_runtime_and_tool(tmp_path, capsys):
@@ -278,6 +286,27 @@ def test_pairs_of_several_checks_are_pooled_per_runtime_and_tool(tmp_path, capsy
     other = overhead_json(tmp_path / "c", "host", [1.0, 1.0, 1.0], duration_s=2)
     assert oc.main(["--pool", str(first), str(other)]) == 2
     assert "differ in scenario, duration" in capsys.readouterr().err
+    with_top = overhead_json(tmp_path / "d", "host", [1.0, 1.0, 1.0], by_hand_top=True)
+    assert oc.main(["--pool", str(first), str(with_top)]) == 2
+    assert "or top by hand" in capsys.readouterr().err
+
+
+def test_top_beside_the_tool_by_hand_is_the_harnesss_own_top_kept_and_ended(tmp_path):
+    """--by-hand-top: the harness's top command on the tool's CPUs at its nice and batch policy, as typed."""
+    split, commands = oc.choose_split(), oc.Commands()
+    with oc.top_beside(split, commands, tmp_path) as top:
+        deadline = time.monotonic() + 10
+        while "top - " not in (tmp_path / "top.txt").read_text() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        policy, nice = os.sched_getscheduler(top.pid), os.getpriority(os.PRIO_PROCESS, top.pid)
+        cpus = os.sched_getaffinity(top.pid)
+    assert top.poll() is not None                              # ended with the block
+    assert (tmp_path / "top.txt").read_text().startswith("top - ")
+    assert policy == SAMPLER_POLICY and nice == SAMPLER_NICE and cpus == set(split.tool or cpus)
+    started, ended = commands.lines
+    assert started.startswith(shlex.join(["chrt", "--batch", "0", "nice", "-n", str(SAMPLER_NICE), *split.taskset("tool"),
+                                          "env", "LC_ALL=C", "TERM=dumb", *top_command()]))
+    assert started.endswith(f"> {tmp_path / 'top.txt'} & top=$!") and ended == 'kill "$top"'   # by name: $! moves
 
 
 class PrintsItsRate:
@@ -388,7 +417,7 @@ def test_the_carry_over_fit_needs_each_side_after_each():
 
 
 @pytest.mark.parametrize("argv", [["--carry-over", "0"], ["--carry-over", "5", "--pairs", "3"],
-                                  ["--carry-over", "5", "--resume", "results"]])
+                                  ["--carry-over", "5", "--resume", "results"], ["--carry-over", "5", "--by-hand-top"]])
 def test_carry_over_refuses_what_it_cannot_do(argv, capsys):
     with pytest.raises(SystemExit) as exit_:
         oc.parse_args(argv)

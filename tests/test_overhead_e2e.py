@@ -27,10 +27,12 @@ def lth_overhead(results_root: Path, *options: str, runtime: str = "host") -> su
 
 @pytest.mark.tools("wrk")
 def test_one_brief_pair_gives_a_ratio_of_two_measured_rates_and_leaves_nothing(tmp_path):
-    require_root_tools("ip", "nginx", "taskset", "wrk")
-    result, folder, measured, pair = one_pair(tmp_path, "host")
+    """With --by-hand-top, which only a real check runs otherwise."""
+    require_root_tools("ip", "nginx", "taskset", "wrk", "chrt")
+    result, folder, measured, pair = one_pair(tmp_path, "host", "--by-hand-top")
     assert pair["ratio"] == pytest.approx(pair["harness_rps"] / pair["by_hand_rps"])
-    assert f"host wrk: harness/by-hand {pair['ratio']:.3f} over 1 pair" in result.stdout
+    (line,) = [l for l in result.stdout.splitlines() if l.startswith("host wrk: harness/by-hand ")]
+    assert f"{pair['ratio']:.3f} over 1 pair" in line and line.endswith("; by hand with top beside the tool")
     # the same command on both sides but the address: by hand pinned with taskset to the harness's tool CPUs, against
     # an Nginx started by hand (its own namespace, the project's nginx.conf, the harness's target CPUs)
     hand, through = measured["by_hand_command"], measured["harness_command"]
@@ -50,6 +52,10 @@ def test_one_brief_pair_gives_a_ratio_of_two_measured_rates_and_leaves_nothing(t
     assert pair["by_hand_nginx"] == pair["harness_nginx"] == 1 + workers
     assert f"({workers} worker{'s' * (workers != 1)}) on CPUs {target_cpus}" in _row(folder)["target_stack"]
     assert (folder / pair["by_hand_run"] / "stdout.txt").is_file()
+    # --by-hand-top: the harness's top beside wrk by hand, on the tool's CPUs, its frames kept (a 2 s run: 2 or 3)
+    assert f"nice -n -5 taskset -c {tool_cpus} env LC_ALL=C TERM=dumb top -b -d 1.0 " in script
+    frames = (folder / pair["by_hand_run"] / "top.txt").read_text().count("\ntop - ") + 1
+    assert 2 <= frames <= 4 and json.loads((folder / "overhead.json").read_text())["by_hand_top"] is True
     assert leftovers() == []
 
 
@@ -71,10 +77,10 @@ def test_one_docker_pair_runs_the_same_image_and_nginx_workers_by_hand_and_leave
     assert leftovers() == []
 
 
-def one_pair(tmp_path, runtime: str):
-    """`lth overhead --runtime RUNTIME --tools wrk --pairs 1 --duration 2`: its output, folder, entry and pair, both
-    sides measured."""
-    result = lth_overhead(tmp_path, "--pairs", "1", "--duration", "2", runtime=runtime)
+def one_pair(tmp_path, runtime: str, *options: str):
+    """`lth overhead --runtime RUNTIME --tools wrk --pairs 1 --duration 2 OPTIONS`: its output, folder, entry and pair,
+    both sides measured."""
+    result = lth_overhead(tmp_path, "--pairs", "1", "--duration", "2", *options, runtime=runtime)
     assert result.returncode == 0, result.stdout + result.stderr
     (folder,) = tmp_path.glob("*-overhead")
     (measured,) = json.loads((folder / "overhead.json").read_text())["results"]

@@ -40,7 +40,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -53,6 +53,8 @@ from analysis.uncertainty import CONFIDENCE, RESAMPLES, SEED, bootstrap
 from harness import PREFIX, REPO_ROOT, TARGET_DIR, TOOLS_DIR
 from harness.cpus import CpuSplit, choose_split, format_cpus
 from harness.errors import HarnessError
+from harness.processes import end_process
+from harness.sampling import SAMPLER_NICE, TOP_ENV, top_command
 from harness.scenarios import Scenario, select
 from harness.store.lock import Held, acquire
 from harness.store.record import Observer
@@ -310,8 +312,9 @@ class Commands:
     def __init__(self) -> None:
         self.lines: list[str] = []
 
-    def note(self, argv: list[str], background: bool = False) -> None:
-        self.lines.append(shlex.join(argv) + (" &" if background else ""))
+    def note(self, argv: list[str], background: str | None = None) -> None:
+        """``background``: started in the background, its pid kept in that shell variable."""
+        self.lines.append(shlex.join(argv) + (f" & {background}=$!" if background else ""))
 
     def run(self, argv: list[str], check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess:
         self.note(argv)
@@ -407,14 +410,14 @@ def host_nginx(split: CpuSplit, commands: Commands, folder: Path) -> Iterator[Ha
             path.chmod(0o755 if path.is_dir() else 0o644)
         argv = [*split.taskset("target"), "ip", "netns", "exec", HAND_NETNS, "nginx", "-p", f"{prefix}/",
                 "-c", str(prefix / "nginx.conf")]
-        commands.note(argv, background=True)
+        commands.note(argv, background="nginx")
         proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 start_new_session=True)
         wait_serving(HAND_TARGET_IP, lambda: proc.poll() is None)
         yield HandNginx(HAND_TARGET_IP, nginx_processes(proc.pid), split.taskset("tool"))
     finally:
         if proc is not None:
-            commands.lines.append("kill $!    # Nginx's master; its workers end with it")
+            commands.lines.append('kill "$nginx"    # Nginx\'s master; its workers end with it')
             _stop(proc)
         log.close()
         commands.run(["ip", "netns", "delete", HAND_NETNS], check=False)
@@ -488,8 +491,9 @@ class HandSide:
 
 
 def by_hand(runtime: str, adapter: ToolAdapter, scenario: Scenario, split: CpuSplit, folder: Path,
-            root: Path) -> HandSide:
-    """One run by hand, from Nginx's start to everything removed; a setup that fails is the side's error."""
+            root: Path, top: bool = False) -> HandSide:
+    """One run by hand, from Nginx's start to everything removed; a setup that fails is the side's error.
+    ``top``: the harness's top beside the tool (top_beside)."""
     folder.mkdir(parents=True)
     commands = Commands()
     plain = adapter.name == "wrk" and "wrk-script" in candidates_off()
@@ -503,13 +507,36 @@ def by_hand(runtime: str, adapter: ToolAdapter, scenario: Scenario, split: CpuSp
             spec = RunSpec(url=Target(nginx.host).url, vus=scenario.vus, duration_s=scenario.duration_s,
                            out_dir=folder, cpus=len(split.tool_cpus), keepalive=scenario.keepalive,
                            protocol=scenario.protocol, streams=scenario.streams)
-            hand = run_by_hand(nginx.tool_prefix, adapter, spec, plain)
-            commands.lines.append(shlex.join(hand.argv))
+            with top_beside(split, commands, folder) if top else nullcontext():
+                hand = run_by_hand(nginx.tool_prefix, adapter, spec, plain)
+                commands.lines.append(shlex.join(hand.argv))
             return HandSide(hand, nginx.processes)
     except HarnessError as exc:
         return HandSide(HandRun([], None, str(exc)), None)
     finally:
         commands.write(folder / "commands.sh")
+
+
+@contextmanager
+def top_beside(split: CpuSplit, commands: Commands, folder: Path) -> Iterator[subprocess.Popen]:
+    """--by-hand-top: top beside the tool by hand, as the study ran it and as the harness runs it during a load: the
+    harness's own top command (sampling.top_command), on the tool's CPUs, at the harness's nice and batch policy,
+    from just before the tool's launch to its end; its frames kept in top.txt. The ratio then leaves top's cost out
+    and keeps the rest of what the harness adds (its reader of top's frames among it)."""
+    argv = ["chrt", "--batch", "0", "nice", "-n", str(SAMPLER_NICE), *split.taskset("tool"), "env",
+            *(f"{name}={value}" for name, value in TOP_ENV.items()), *top_command()]
+    commands.lines.append(f"{shlex.join(argv)} > {shlex.quote(str(folder / 'top.txt'))} & top=$!")
+    try:
+        with (folder / "top.txt").open("w") as out:
+            proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                    start_new_session=True)
+    except OSError as exc:
+        raise HarnessError(f"by hand: `{shlex.join(argv)}`: {exc}") from None
+    try:
+        yield proc
+    finally:
+        commands.lines.append('kill "$top"')
+        end_process(proc, grace_s=5)
 
 
 @dataclass
@@ -563,8 +590,9 @@ def hand_folder(root: Path, runtime: str, tool: str, index: int) -> Path:
 
 
 def one_pair(runtime: str, adapter: ToolAdapter, scenario: Scenario, split: CpuSplit, index: int, root: Path,
-             lock: Held, previous: str | None = None) -> tuple[Pair, HandRun]:
-    """Pair ``index``: both sides in pair_order(``previous``), ``previous`` the side of the run just before."""
+             lock: Held, previous: str | None = None, top: bool = False) -> tuple[Pair, HandRun]:
+    """Pair ``index``: both sides in pair_order(``previous``), ``previous`` the side of the run just before;
+    ``top``: top beside the tool by hand."""
     rps: dict[str, float | None] = {}
     errors: list[str] = []
     harness_run, hand_dir, hand = Path(root), hand_folder(root, runtime, adapter.name, index), None
@@ -577,7 +605,7 @@ def one_pair(runtime: str, adapter: ToolAdapter, scenario: Scenario, split: CpuS
             processes[side] = harness_nginx_processes(harness_run)
             observer = harness_observer(harness_run)
         else:
-            got = by_hand(runtime, adapter, scenario, split, hand_dir, root)
+            got = by_hand(runtime, adapter, scenario, split, hand_dir, root, top)
             hand, rps[side], error, processes[side] = got.run, got.run.rps, got.run.error, got.nginx_processes
         errors += [error] if error else []
     pair = Pair(index, order[0], rps[HARNESS], rps[BY_HAND], str(harness_run.relative_to(root)),
@@ -636,7 +664,7 @@ def entry_for(measured: list[Measured], runtime: str, tool: str) -> Measured:
 
 
 def measure_runtime(runtime: str, adapters: list[ToolAdapter], scenario: Scenario, goal: Goal, root: Path,
-                    lock: Held, measured: list[Measured], save: Callable[[], None]) -> None:
+                    lock: Held, measured: list[Measured], save: Callable[[], None], top: bool = False) -> None:
     """Pairs of every tool in one runtime, appended to its entry in ``measured`` (after a resumed check's) and
     saved after each: the tools take turns (``turns``), each until its goal; each pair starts on the side the run
     before it ran (``pair_order``)."""
@@ -649,7 +677,7 @@ def measure_runtime(runtime: str, adapters: list[ToolAdapter], scenario: Scenari
             entry = entries[adapter.name]
             index = len(entry.pairs) + 1
             print(f"{runtime} {adapter.name}: pair {index}, {' then '.join(pair_order(previous))}", flush=True)
-            pair, hand = one_pair(runtime, adapter, scenario, split, index, root, lock, previous)
+            pair, hand = one_pair(runtime, adapter, scenario, split, index, root, lock, previous, top)
             previous = pair_order(previous)[1]
             entry.pairs.append(pair)
             entry.by_hand_command = hand.argv or entry.by_hand_command
@@ -706,12 +734,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--resume", type=Path, metavar="FOLDER",
                         help="add pairs to this check's folder (an interrupted or imprecise one) until the goal, "
                              "counting its pairs; the same duration and candidates off")
+    parser.add_argument("--by-hand-top", action="store_true",
+                        help="run the harness's top (once a second, on the tool's CPUs) beside the tool by hand too, "
+                             "as the study did: the ratio then leaves top's cost out (docs/overhead.md)")
     parser.add_argument("--carry-over", type=int, metavar="RUNS",
                         help="in place of pairs: RUNS runs per runtime in random order, and how much a run's rate "
                              "depends on its side and on the side of the run before it (harness/suite/carry_over.py)")
     args = parser.parse_args(argv)
-    if args.carry_over is not None and (args.carry_over < 1 or args.pool or args.resume or args.pairs):
-        parser.error("--carry-over takes 1 run or more, and no --pairs, --pool or --resume")
+    if args.carry_over is not None and (args.carry_over < 1 or args.pool or args.resume or args.pairs
+                                        or args.by_hand_top):
+        parser.error("--carry-over takes 1 run or more, and no --pairs, --pool, --resume or --by-hand-top")
     if (args.pairs is not None and args.pairs < 1) or (args.duration is not None and args.duration < 1) \
             or (args.max_pairs is not None and args.max_pairs < 1):
         parser.error("--pairs, --max-pairs and --duration must be 1 or more")
@@ -721,8 +753,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-# scenario, seconds per run, candidates off, the pairs' order (ORDERS): pairs pool and resume only alike
-Settings = tuple[str, int, tuple[str, ...], str]
+# scenario, seconds per run, candidates off, the pairs' order (ORDERS), top beside the tool by hand: pairs pool and
+# resume only alike
+Settings = tuple[str, int, tuple[str, ...], str, bool]
 
 
 def settings(data: dict) -> Settings:
@@ -734,7 +767,7 @@ def settings(data: dict) -> Settings:
     if format_ < 2 and any(r["runtime"] == "docker" for r in data["results"]):
         off = off - {"image-files"} if "image-files" in off else off | {"mount"}
     return (data["scenario"], data["duration_s"], tuple(sorted(off - {"image-files"})),
-            ORDERS[min(max(format_, 2), FORMAT)])
+            ORDERS[min(max(format_, 2), FORMAT)], bool(data.get("by_hand_top", False)))
 
 
 def load(folder: Path) -> tuple[Settings, list[Measured]]:
@@ -761,12 +794,12 @@ def pooled(folders: list[Path]) -> list[Summary]:
         for m in measured:
             pairs.setdefault((m.runtime, m.tool), []).extend(m.pairs)
     if len(found) > 1:
-        raise HarnessError(f"--pool: these checks differ in scenario, duration, candidates off or the order of their "
-                           f"pairs: {sorted(found)}")
+        raise HarnessError(f"--pool: these checks differ in scenario, duration, candidates off, the order of their "
+                           f"pairs or top by hand: {sorted(found)}")
     return [Summary.of(runtime, tool, found) for (runtime, tool), found in pairs.items()]
 
 
-def resumed(folder: Path, duration_s: int | None) -> tuple[int, list[Measured], list[list[str]]]:
+def resumed(folder: Path, duration_s: int | None, top: bool = False) -> tuple[int, list[Measured], list[list[str]]]:
     """A check's folder to add pairs to: its seconds per run, its pairs so far and the commands that measured
     them. Refused (HarnessError) where this check would differ from it."""
     try:
@@ -776,10 +809,10 @@ def resumed(folder: Path, duration_s: int | None) -> tuple[int, list[Measured], 
         commands = data.get("commands", [])
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise HarnessError(f"--resume: {folder} holds no readable overhead.json ({exc})") from None
-    now = (SCENARIO, duration_s or duration, tuple(sorted(candidates_off())), ORDERS[FORMAT])
+    now = (SCENARIO, duration_s or duration, tuple(sorted(candidates_off())), ORDERS[FORMAT], top)
     if now != was:
-        raise HarnessError(f"--resume: {folder} was measured with (scenario, seconds, candidates off, order) {was}, "
-                           f"this check would be {now}")
+        raise HarnessError(f"--resume: {folder} was measured with (scenario, seconds, candidates off, order, top by "
+                           f"hand) {was}, this check would be {now}")
     return duration, measured, commands
 
 
@@ -799,7 +832,7 @@ def main(argv: list[str] | None = None) -> int:
             raise HarnessError(f"{CANDIDATES_ENV}: no such candidate {', '.join(sorted(unknown))} "
                                f"(known: {', '.join(CANDIDATES)})")
         if args.resume:
-            args.duration, measured, commands = resumed(args.resume, args.duration)
+            args.duration, measured, commands = resumed(args.resume, args.duration, args.by_hand_top)
         args.duration = args.duration or DURATION_S
         adapters = registry.select(args.tools)
         scenario = select(f"{REPO_ROOT}/{SCENARIO}", args.duration)[0]
@@ -832,13 +865,15 @@ def measure(args: argparse.Namespace, adapters: list[ToolAdapter], scenario: Sce
           flush=True)
     if candidates_off():
         print(f"{CANDIDATES_ENV}={','.join(sorted(candidates_off()))}: measuring without these (issue 53.2)", flush=True)
+    if args.by_hand_top:
+        print("--by-hand-top: top beside the tool by hand too; the ratio leaves top's cost out", flush=True)
     if args.resume:
         print(f"resuming {root}: " + "; ".join(f"{m.runtime} {m.tool} {len(m.pairs)} pairs" for m in measured),
               flush=True)
     save = lambda: write(root, measured, args, goal, commands)   # noqa: E731 - after every pair
     try:
         for runtime in runtimes:
-            measure_runtime(runtime, adapters, scenario, goal, root, lock, measured, save)
+            measure_runtime(runtime, adapters, scenario, goal, root, lock, measured, save, args.by_hand_top)
     except HarnessError as exc:
         print(f"error: {exc}", file=sys.stderr)
         if not measured and not any(root.iterdir()):
@@ -848,7 +883,8 @@ def measure(args: argparse.Namespace, adapters: list[ToolAdapter], scenario: Sce
         if measured:
             save()
     summaries = [Summary.of(m.runtime, m.tool, m.pairs) for m in measured]
-    print("\n".join(s.line() for s in summaries) + f"\nwritten: {root / 'overhead.json'}")
+    beside = "; by hand with top beside the tool" if args.by_hand_top else ""
+    print("\n".join(s.line() + beside for s in summaries) + f"\nwritten: {root / 'overhead.json'}")
     asked = [s for s in summaries if s.runtime in runtimes and s.tool in {a.name for a in adapters}]
     complete = len(asked) == len(runtimes) * len(adapters) and all(s.mean is not None for s in asked)
     return 0 if complete else 1
@@ -870,6 +906,7 @@ def write(root: Path, measured: list[Measured], args: argparse.Namespace, goal: 
                "goal": goal.describe(), "confidence": CONFIDENCE,
                "interval": f"percentile bootstrap of the ratios' geometric mean ({RESAMPLES} resamples, seed {SEED}); "
                            f"none below {MIN_PAIRS} pairs", "candidates_off": sorted(candidates_off()),
+               "by_hand_top": args.by_hand_top,
                "load": os.getloadavg(), "command": commands[0], "commands": commands, "results": results}
     (root / "overhead.json").write_text(json.dumps(summary, indent=2) + "\n")
 
