@@ -20,6 +20,7 @@ pair's ratio spreads by ~+-4-15%, whatever the runs' length, so it takes 20-200 
 Usage (root; `make bench-overhead`; ``python -m harness.suite.overhead_check`` is the same):
     lth overhead [--runtime both|host|docker] [--tools wrk,oha] [--precision 0.02 | --pairs N] [--duration 3]
     lth overhead --pool results/<UTC>-overhead ...   # pairs of several checks
+    lth overhead --by-hand-top ...                   # top beside the tool by hand too: the cost beyond top
 Writes results/<UTC>-overhead/: overhead.json, harness/ (each harness run's results folder: runs.csv and every
 run's raw files) and by-hand/ (each hand run's commands.sh, the tool's output and Nginx's log).
 """
