@@ -422,3 +422,29 @@ def test_carry_over_refuses_what_it_cannot_do(argv, capsys):
     with pytest.raises(SystemExit) as exit_:
         oc.parse_args(argv)
     assert exit_.value.code == 2 and "--carry-over takes" in capsys.readouterr().err
+
+
+def test_a_containers_processes_are_read_from_its_cgroup_once_found_and_none_once_it_is_gone(tmp_path, monkeypatch):
+    """The Docker observer lists the container's processes at every frame, from the tool's CPUs (issue 53): after
+    the first listing (the scan of every process, which found the folder) it reads the cgroup's folder, sub-folders
+    included, and never scans again; a folder gone is a container gone. The live container: test_overhead_e2e."""
+    from harness.runtimes import docker
+    folder = tmp_path / "docker" / "c0ffee"
+    (folder / "init.scope").mkdir(parents=True)
+    (folder / "cgroup.procs").write_text("101\n102\n")
+    (folder / "init.scope" / "cgroup.procs").write_text("103\n")
+    scans = []
+    monkeypatch.setattr(docker, "scanned_pids", lambda cid: scans.append(cid) or {101})
+    monkeypatch.setattr(docker, "cgroup_folder", lambda pid, cid: folder if (pid, cid) == (101, "c0ffee") else None)
+    monkeypatch.setattr(docker, "_cgroup_folders", {})
+    assert docker.container_pids("c0ffee") == {101} and scans == ["c0ffee"]     # the first listing scans
+    (folder / "cgroup.procs").write_text("101\n102\n104\n")                          # a docker exec'd process
+    assert docker.container_pids("c0ffee") == {101, 102, 103, 104} and scans == ["c0ffee"]
+    (folder / "init.scope" / "cgroup.procs").unlink()
+    (folder / "init.scope").rmdir()
+    (folder / "cgroup.procs").unlink()
+    folder.rmdir()
+    assert docker.container_pids("c0ffee") == set() and scans == ["c0ffee"]
+    # a layout where no folder lists the pid keeps scanning
+    assert docker.container_pids("other") == {101} and docker.container_pids("other") == {101}
+    assert scans == ["c0ffee", "other", "other"]

@@ -5,13 +5,14 @@ import csv
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from conftest import REPO, leftovers, require_root_tools
 from harness.cpus import parse_cpus
-from harness.runtimes import host
+from harness.runtimes import docker, host
 from harness.runtimes.docker import docker_available
 from harness.suite import carry_over, overhead_check as oc
 
@@ -74,6 +75,29 @@ def test_one_docker_pair_runs_the_same_image_and_nginx_workers_by_hand_and_leave
     assert f"--cpuset-cpus {row['cpus_target']}" in script and oc.HAND_SUBNET in script
     assert measured["by_hand_command"][:3] == ["docker", "run", "--rm"]
     assert f"({workers} worker{'s' * (workers != 1)}) on CPUs {row['cpus_target']}" in row["target_stack"]
+    assert leftovers() == []
+
+
+def test_the_docker_observer_reads_a_live_containers_processes_from_its_cgroup():
+    """What the sampler lists at every frame (harness/runtimes/docker.py container_pids) against the scan of every
+    process it replaced: the same pids, a `docker exec`'d one among them, none once the container is gone."""
+    if docker_available() is None:
+        pytest.skip("no Docker daemon answers: run `make deps`")
+    image = docker.TARGET_IMAGE
+    cid = subprocess.run(["docker", "run", "-d", "--rm", "--label", "lth", "--entrypoint", "sleep", image, "60"],
+                         capture_output=True, text=True, check=True).stdout.strip()
+    try:
+        execd = subprocess.Popen(["docker", "exec", cid, "sleep", "30"])
+        deadline = time.monotonic() + 20
+        while len(docker.scanned_pids(cid)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        first = docker.container_pids(cid)                        # found by the scan: the cgroup folder with it
+        assert len(first) == 2 and docker._cgroup_folders.get(cid) is not None, (first, docker._cgroup_folders)
+        assert docker.container_pids(cid) == docker.scanned_pids(cid) == first
+    finally:
+        subprocess.run(["docker", "rm", "-f", cid], capture_output=True)
+    execd.wait(timeout=10)
+    assert docker.container_pids(cid) == set()
     assert leftovers() == []
 
 

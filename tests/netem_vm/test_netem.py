@@ -50,7 +50,7 @@ GRACE = "120"                    # a JVM starting under TCG takes 30 s and more
 HOLD_MS = 10
 # The tools held to that bound: oha's per-request cost under TCG (tokio's threads) grows with a slow host: 53.9,
 # 55.6 and 64.0 ms on three runs at 40-46% CPU (2026-11-26/27) while wrk had 48.9-51.4 and ab 48.7-55.0. Its p50
-# still carries the whole RTT (test_every_p50_carries_the_whole_rtt); its p50 through a shaper on a real
+# still carries netem's whole delay (test_every_p50_carries_netems_whole_delay); its p50 through a shaper on a real
 # kernel is test_tools_e2e's.
 HELD_TOOLS = ("wrk", "ab")
 BUSY_CPU_PCT = 75                # under TCG a side (tool or target) this busy queues requests
@@ -155,11 +155,15 @@ def test_an_unsaturated_tools_p50_sits_on_the_rtt(light_rows):
     assert "wrk" in held, ("wrk at 400 rps should leave both sides idle enough", light_rows)
 
 
-def test_every_p50_carries_the_whole_rtt(netem_rows):
-    """At any load netem's delay is in every request: no p50 below the RTT (less the harness's tolerance)."""
+def test_every_p50_carries_netems_whole_delay(netem_rows):
+    """At any load netem's delay is in every request: no p50 below the delay the run was shaped at. Against that
+    delay, not the target RTT: under TCG the calibration sets netem to the RTT less the VM's own hop (4-5 ms at
+    10 ms), and that hop moves between the calibration and the load (CI of f1ac43c: wrk at vu20-rtt10 had a p50 of
+    8.94 ms, the hop ~1 ms shorter during the load than at its probe). The RTT itself is
+    test_the_measured_rtt_is_within_the_harness_tolerance's."""
     for row in netem_rows:
-        rtt, p50 = float(row["rtt_target_ms"]), float(row["lat_p50_ms"])
-        assert p50 >= rtt - max(0.1 * rtt, 0.5), (row["scenario"], row["tool"], rtt, p50)
+        delay, p50 = float(row["shaping"]["delay_ms"]), float(row["lat_p50_ms"])
+        assert delay > 0 and p50 >= delay, (row["scenario"], row["tool"], delay, p50, row["shaping"]["probes"])
 
 
 def test_netem_delays_the_handshake(netem_rows):
