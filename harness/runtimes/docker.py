@@ -156,10 +156,8 @@ def container_pids(container_id: str) -> set[int]:
         except OSError:   # the container is gone: no processes
             return set()
     pids = scanned_pids(container_id)
-    if pids:
-        _cgroup_folders[container_id] = cgroup_folder(min(pids), container_id)
-        if _cgroup_folders[container_id] is None:
-            del _cgroup_folders[container_id]
+    if pids and (found := cgroup_folder(min(pids), container_id)) is not None:
+        _cgroup_folders[container_id] = found
     return pids
 
 
