@@ -78,6 +78,28 @@ def test_one_docker_pair_runs_the_same_image_and_nginx_workers_by_hand_and_leave
     assert leftovers() == []
 
 
+@pytest.mark.tools("wrk")
+def test_candidates_turned_off_change_the_by_hand_side_as_its_script_says(tmp_path, monkeypatch):
+    """LTH_OVERHEAD_OFF=mount,wrk-script (issue 53.2), which only a check of a candidate runs otherwise: by hand,
+    Nginx serves the image's own files with only its nginx.conf mounted, and wrk runs without report.lua."""
+    if docker_available() is None:
+        pytest.skip("no Docker daemon answers: run `make deps`")
+    monkeypatch.setenv(oc.CANDIDATES_ENV, "wrk-script,mount")
+    result, folder, measured, pair = one_pair(tmp_path, "docker")
+    assert json.loads((folder / "overhead.json").read_text())["candidates_off"] == ["mount", "wrk-script"]
+    assert "LTH_OVERHEAD_OFF=mount,wrk-script: measuring without these" in result.stdout
+    script = (folder / pair["by_hand_run"] / "commands.sh").read_text()
+    mounted = folder / pair["by_hand_run"] / "target"
+    assert f"-v {mounted}/nginx.conf:/srv/target/nginx.conf:ro" in script and "cp -r" not in script
+    # the script a user types: the config copied before the line that edits it
+    assert script.index(f"cp {oc.TARGET_DIR}/nginx.conf {mounted}") < script.index("sed -i ")
+    assert sorted(p.name for p in mounted.iterdir()) == ["nginx.conf"]
+    hand, through = measured["by_hand_command"], measured["harness_command"]
+    assert "-s" in through and "-s" not in hand and hand[-1].endswith("/style.css")
+    assert (folder / pair["by_hand_run"] / "stdout.txt").read_text().count("Requests/sec:") == 1
+    assert leftovers() == []
+
+
 def test_the_docker_observer_reads_a_live_containers_processes_from_its_cgroup():
     """What the sampler lists at every frame (harness/runtimes/docker.py container_pids) against the scan of every
     process it replaced: the same pids, a `docker exec`'d one among them, none once the container is gone."""

@@ -460,6 +460,7 @@ def docker_nginx(split: CpuSplit, commands: Commands, folder: Path, mounts: list
         mounted = folder / "target"
         if "mount" in candidates_off():
             commands.note(["mkdir", str(mounted)])
+            commands.note(["cp", str(TARGET_DIR / "nginx.conf"), str(mounted)])    # hand_config writes it whole
             mounted.mkdir()
             mount = ["-v", f"{mounted / 'nginx.conf'}:/srv/target/nginx.conf:ro"]
         else:
