@@ -50,6 +50,32 @@ def only_named(pids: PidSource, name: str) -> PidSource:
     return source
 
 
+def comm(pid: int) -> str | None:
+    """The process's name as the kernel has it now (top's COMMAND), None when it is gone."""
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().rstrip("\n")
+    except OSError:
+        return None
+
+
+def rows_of(columns: list[str], rows: list[list[str]], pids: set[int], names: dict[int, str | None]) -> list[list[str]]:
+    """top's rows of ``pids``, less any whose COMMAND is not the name the pid had when the pids were resolved
+    (``names``; a pid not in it is kept). top reads /proc before it prints; a process that exec'd in between
+    was another program in its row: a wrapper's vfork child, not yet the wrapped tool, lists the wrapper's
+    memory (a 200 MB ballast counted for a 20 MB tool, seen in CI)."""
+    pid_i, cpu_i = columns.index("PID"), columns.index("%CPU")
+    command_i = columns.index("COMMAND") if "COMMAND" in columns else None
+    mine = []
+    for row in rows:
+        if len(row) <= cpu_i or not row[pid_i].isdigit() or int(row[pid_i]) not in pids:
+            continue
+        now = names.get(int(row[pid_i]))
+        if command_i is not None and len(row) > command_i and now is not None and row[command_i].rstrip() != now:
+            continue
+        mine.append(row)
+    return mine
+
+
 def parse_kib(text: str) -> float:
     """top's RES column in KiB; top adds a unit suffix when the number does not fit."""
     unit = text[-1].lower()
@@ -180,17 +206,19 @@ class TopSampler:
         columns: list[str] | None = None
         frame: list[list[str]] = []
         wanted: dict[str, set[int]] = {}
+        names: dict[int, str | None] = {}
         check: float | None = None
         frame_at = self._started
         first = True
         for line in self._proc.stdout:
             if line.startswith("top -"):
                 if columns is not None:
-                    self._record(frame_at, columns, frame, wanted, first, check)
+                    self._record(frame_at, columns, frame, wanted, names, first, check)
                     first = False
                 # top prints a frame at once: the tool's pids as of its header are the frame's pids.
                 columns, frame = None, []
                 wanted = {name: source() for name, source in self._sources.items()}
+                names = {pid: comm(pid) for pids in wanted.values() for pid in pids} if self._local else {}
                 # Read now, next to top's own reading of the frame (_record runs a frame later; affinity after).
                 check = self._check(wanted[""]) if self._check and wanted[""] else None
                 if self._local:
@@ -207,7 +235,7 @@ class TopSampler:
             elif columns is not None and line.strip():
                 frame.append(line.split(None, len(columns) - 1))
         if columns is not None:
-            self._record(frame_at, columns, frame, wanted, first, check)
+            self._record(frame_at, columns, frame, wanted, names, first, check)
 
     def _note_cpus(self, frame_t: float, first: bool, line: str) -> None:
         """top -1 prints every CPU's summary (several per line when the width allows): 100 - idle."""
@@ -226,10 +254,10 @@ class TopSampler:
                     self.affinity[name][pid] = now
 
     def _record(self, frame_at: float, columns: list[str], rows: list[list[str]], wanted: dict[str, set[int]],
-                first: bool, check: float | None) -> None:
-        pid_i, res_i, cpu_i = columns.index("PID"), columns.index("RES"), columns.index("%CPU")
+                names: dict[int, str | None], first: bool, check: float | None) -> None:
+        res_i, cpu_i = columns.index("RES"), columns.index("%CPU")
         for name, pids in wanted.items():
-            mine = [r for r in rows if len(r) > cpu_i and r[pid_i].isdigit() and int(r[pid_i]) in pids]
+            mine = rows_of(columns, rows, pids, names)
             self.groups[name].append(Sample(
                 t_s=round(frame_at - self._started, 3),
                 rss_mb=sum(parse_kib(r[res_i]) for r in mine) / 1024,

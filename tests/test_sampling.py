@@ -12,7 +12,7 @@ import pytest
 from harness.row.bottleneck import memory_note
 from harness.row.usage import Usage, check_span, summarise
 from harness.runtimes.host import process_tree
-from harness.sampling import SAMPLER_NICE, SAMPLER_POLICY, TopSampler, parse_kib, vmrss_mb
+from harness.sampling import SAMPLER_NICE, SAMPLER_POLICY, TopSampler, comm, parse_kib, rows_of, vmrss_mb
 from harness.store.samples import Sample, read_csv
 
 # A real run's samples.csv (wrk, 100 VUs, host, 3 s): top's last frame still lists wrk, exiting, RSS 0.
@@ -23,6 +23,21 @@ def test_top_units_are_converted_to_kib():
     assert parse_kib("5120") == 5120
     assert parse_kib("1.5m") == 1536
     assert parse_kib("2.0g") == 2 * 1024**2
+
+
+def test_a_row_top_read_before_its_process_execd_is_not_the_tool():
+    """A wrapper's vfork child, listed by top as the wrapper (its 200 MB), then named as the tool when the pids
+    were resolved: that row is the wrapper's, not the tool's. A name unknown (remote top, a process gone) keeps it."""
+    columns = "PID USER PR NI VIRT RES SHR S %CPU %MEM TIME+ COMMAND".split()
+    frame = [line.split(None, len(columns) - 1) for line in (
+        "101 root 20 0 300000 221000 9000 S 0.0 0.9 0:00.05 python3",
+        "102 root 20 0 40000 19000 9000 R 50.0 0.1 0:00.20 lth-fake-tool",
+        "103 root 20 0 40000 5000 900 S 0.0 0.0 0:00.01 my tool")]
+    named = {101: "lth-fake-tool", 102: "lth-fake-tool", 103: "my tool"}
+    assert [r[0] for r in rows_of(columns, frame, {101, 102, 103}, named)] == ["102", "103"]
+    assert [r[0] for r in rows_of(columns, frame, {101, 102}, {})] == ["101", "102"]
+    assert [r[0] for r in rows_of(columns, frame, {101}, {101: None})] == ["101"]
+    assert comm(os.getpid()) == Path("/proc/self/comm").read_text().strip() and comm(2**22 + 7) is None
 
 
 def test_first_frame_cpu_is_dropped_and_empty_frames_ignored():
