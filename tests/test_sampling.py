@@ -2,6 +2,7 @@ import contextlib
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from statistics import fmean
@@ -12,7 +13,8 @@ import pytest
 from harness.row.bottleneck import memory_note
 from harness.row.usage import Usage, check_span, summarise
 from harness.runtimes.host import process_tree
-from harness.sampling import SAMPLER_NICE, SAMPLER_POLICY, TopSampler, comm, parse_kib, rows_of, vmrss_mb
+from harness import sampling
+from harness.sampling import SAMPLER_NICE, SAMPLER_POLICY, TopSampler, allowed_cpus, parse_kib, proc_status, rows_of, vmrss_mb
 from harness.store.samples import Sample, read_csv
 
 # A real run's samples.csv (wrk, 100 VUs, host, 3 s): top's last frame still lists wrk, exiting, RSS 0.
@@ -37,7 +39,41 @@ def test_a_row_top_read_before_its_process_execd_is_not_the_tool():
     assert [r[0] for r in rows_of(columns, frame, {101, 102, 103}, named)] == ["102", "103"]
     assert [r[0] for r in rows_of(columns, frame, {101, 102}, {})] == ["101", "102"]
     assert [r[0] for r in rows_of(columns, frame, {101}, {101: None})] == ["101"]
-    assert comm(os.getpid()) == Path("/proc/self/comm").read_text().strip() and comm(2**22 + 7) is None
+    mine = proc_status(os.getpid())
+    assert mine.name == Path("/proc/self/comm").read_text().strip() and mine.threads == len(os.listdir("/proc/self/task"))
+    assert mine.cpus == Path("/proc/self/status").read_text().split("Cpus_allowed_list:")[1].split()[0]
+    assert proc_status(2**22 + 7) is None
+
+
+def test_a_thread_started_on_other_cpus_after_the_first_frame_is_seen(monkeypatch):
+    """Each thread's CPUs are walked when a process is new or has more threads than seen; between, the main
+    thread's come from the status the frame read."""
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs 2 CPUs")
+    sampler, me, walks = TopSampler(lambda: set()), os.getpid(), []
+    monkeypatch.setattr(sampling, "allowed_cpus", lambda pid: walks.append(pid) or allowed_cpus(pid))
+    sampler._note_affinity({"": {me}}, {me: proc_status(me)})
+    before = sampler.affinity[""][me]
+    assert " | " not in before["cpus"] and before["threads"] == len(os.listdir("/proc/self/task"))
+    sampler._note_affinity({"": {me}}, {me: proc_status(me)})
+    assert sampler.affinity[""][me] == before and walks == [me]      # the second frame read no thread's status
+    pinned, stop = threading.Event(), threading.Event()
+
+    def on_the_last_cpu():
+        os.sched_setaffinity(0, {max(os.sched_getaffinity(0))})
+        pinned.set()
+        stop.wait(10)
+    thread = threading.Thread(target=on_the_last_cpu)
+    thread.start()
+    try:
+        pinned.wait(10)
+        sampler._note_affinity({"": {me}}, {me: proc_status(me)})
+    finally:
+        stop.set()
+        thread.join()
+    after = sampler.affinity[""][me]
+    assert after["threads"] == before["threads"] + 1 and walks == [me, me]
+    assert after["cpus"] == " | ".join(sorted({before["cpus"], str(max(os.sched_getaffinity(0)))}))
 
 
 def test_first_frame_cpu_is_dropped_and_empty_frames_ignored():
