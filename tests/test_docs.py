@@ -114,6 +114,17 @@ def test_the_sample_command_writes_every_column_from_a_real_runs_raw_files(tmp_p
 PAGES = sorted((REPO / "docs").glob("*.md"))
 
 
+def test_the_test_budget_in_tests_readme_is_the_one_make_test_prints():
+    spec = importlib.util.spec_from_file_location("run_tests", REPO / "scripts" / "run-tests.py")
+    run_tests = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(run_tests)
+    text = " ".join((REPO / "tests" / "README.md").read_text().split())
+    tiers = ", ".join(f"{tier} {minutes}" for tier, minutes in run_tests.BUDGET_MIN.items())
+    assert f"**{run_tests.SUITE_BUDGET_MIN} min** ({tiers}:" in text
+    assert f"**{run_tests.FRESH_BUDGET_MIN} min**" in text
+    assert sum(run_tests.BUDGET_MIN.values()) == run_tests.SUITE_BUDGET_MIN
+
+
 def test_the_readme_is_one_page():
     assert len((REPO / "README.md").read_text().splitlines()) <= 200
 
