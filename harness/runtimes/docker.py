@@ -278,6 +278,7 @@ class DockerRuntime(Runtime):
         self.results_dir = results_dir or Path("/tmp")
         self.base_image = OFFICIAL_BASE
         self._workdir: Path | None = None
+        self._served: list[Path] = []                 # each stack's file server folder, directly under /tmp
         self._certificate: Certificate | None = None
         self._stack: Stack | None = None
         self._facts: dict = {}
@@ -303,6 +304,7 @@ class DockerRuntime(Runtime):
         commands = {p.role: shlex.join(p.argv) for p in self._stack.processes}
         cpus = self.split.stack_cpus(proxy=target.is_proxy)
         return {"LTH_TARGET": target.id, "LTH_TARGET_IMAGE": target.image, "LTH_TARGET_DIR": str(self._workdir),
+                "LTH_SERVED_DIR": str(self._served[-1]),
                 "LTH_TARGET_COMMAND": commands.get("proxy", commands["upstream"]),
                 "LTH_UPSTREAM_COMMAND": commands["upstream"],
                 "LTH_CPUS_TARGET": format_cpus(cpus.get("proxy", cpus["upstream"])),
@@ -395,6 +397,9 @@ class DockerRuntime(Runtime):
             self._stack_up = None
             if self._workdir is not None:
                 shutil.rmtree(self._workdir, ignore_errors=True)
+            for served in self._served:
+                shutil.rmtree(served, ignore_errors=True)
+            self._served = []
 
     def use_target(self, setup: targets.Setup) -> None:
         if self._stack is not None and self._stack.setup == setup:
@@ -402,9 +407,13 @@ class DockerRuntime(Runtime):
         if setup.tls and self._certificate is None:
             self._certificate = targets.make_certificate(self._workdir / "certificate")
         folder = Path(tempfile.mkdtemp(prefix="stack-", dir=self._workdir))
+        # Nginx walks the served file's path at every request: its folder goes directly under /tmp, mounted at the
+        # same path, as deep as a copy by hand at /srv/target (as on the host, docs/overhead.md).
+        self._served.append(Path(tempfile.mkdtemp(prefix=f"{PREFIX}-target-")))
         # A proxy reaches the file server in its own container, on the compose network.
         self._stack = targets.stage(setup, folder, TARGET_IP, UPSTREAM_IP, self._certificate,
-                                    self.split.stack_cpus(proxy=targets.get(setup.target).is_proxy))
+                                    self.split.stack_cpus(proxy=targets.get(setup.target).is_proxy),
+                                    files=self._served[-1])
         self._facts = {}
 
     def target_facts(self) -> dict:
