@@ -256,6 +256,7 @@ class DockerSession(InContainer, Session):
         self.shape_device = self.capture_device = "eth0"   # the generator's egress: the whole RTT on one side
         self.containers = {"generator": generator_id[:12], "target": target_id[:12]}
         self.since = f"{time.time():.3f}"   # the target outlives the run: its log from here on is the run's
+        self.target_pids()   # their cgroup folders found now, before the load, not in its first frame (~2 ms each)
 
     def target_pids(self) -> set[int]:
         return container_pids(self.target_id) | (container_pids(self.upstream_id) if self.upstream_id else set())
@@ -278,7 +279,8 @@ class DockerRuntime(Runtime):
         self.results_dir = results_dir or Path("/tmp")
         self.base_image = OFFICIAL_BASE
         self._workdir: Path | None = None
-        self._served: list[Path] = []                 # each stack's file server folder, directly under /tmp
+        self._served: list[Path] = []                 # each stack's file server folder, kept until the end: the
+                                                      # old stack's container serves from it until compose recreates it
         self._certificate: Certificate | None = None
         self._stack: Stack | None = None
         self._facts: dict = {}
@@ -304,7 +306,7 @@ class DockerRuntime(Runtime):
         commands = {p.role: shlex.join(p.argv) for p in self._stack.processes}
         cpus = self.split.stack_cpus(proxy=target.is_proxy)
         return {"LTH_TARGET": target.id, "LTH_TARGET_IMAGE": target.image, "LTH_TARGET_DIR": str(self._workdir),
-                "LTH_SERVED_DIR": str(self._served[-1]),
+                "LTH_SERVED_DIR": str(self._stack.files),
                 "LTH_TARGET_COMMAND": commands.get("proxy", commands["upstream"]),
                 "LTH_UPSTREAM_COMMAND": commands["upstream"],
                 "LTH_CPUS_TARGET": format_cpus(cpus.get("proxy", cpus["upstream"])),
@@ -406,14 +408,11 @@ class DockerRuntime(Runtime):
             return
         if setup.tls and self._certificate is None:
             self._certificate = targets.make_certificate(self._workdir / "certificate")
-        folder = Path(tempfile.mkdtemp(prefix="stack-", dir=self._workdir))
-        # Nginx walks the served file's path at every request: its folder goes directly under /tmp, mounted at the
-        # same path, as deep as a copy by hand at /srv/target (as on the host, docs/overhead.md).
-        self._served.append(Path(tempfile.mkdtemp(prefix=f"{PREFIX}-target-")))
+        folder, served = Path(tempfile.mkdtemp(prefix="stack-", dir=self._workdir)), targets.served_folder()
+        self._served.append(served)   # mounted at its own path (LTH_SERVED_DIR)
         # A proxy reaches the file server in its own container, on the compose network.
         self._stack = targets.stage(setup, folder, TARGET_IP, UPSTREAM_IP, self._certificate,
-                                    self.split.stack_cpus(proxy=targets.get(setup.target).is_proxy),
-                                    files=self._served[-1])
+                                    self.split.stack_cpus(proxy=targets.get(setup.target).is_proxy), files=served)
         self._facts = {}
 
     def target_facts(self) -> dict:

@@ -24,8 +24,8 @@ from harness.processes import end_process, signals_deferred
 from harness.runtimes import compiles
 from harness.runtimes.base import Runtime, Session, run, undone_on_error
 from harness.sampling import PidSource
-from harness.targets import (FILE_SERVER, Certificate, Setup, Stack, get, make_certificate, stack_facts, stage,
-                             version_of)
+from harness.targets import (FILE_SERVER, Certificate, Setup, Stack, get, make_certificate, served_folder,
+                             stack_facts, stage, version_of)
 from harness.targets.file_server import Target
 from harness.tools.adapter import ToolAdapter
 
@@ -145,9 +145,9 @@ class HostSession(Session):
 class HostStack:
     """A target stack's processes in the target namespace, each pinned to its share of the target's CPUs."""
 
-    def __init__(self, stack: Stack, split: CpuSplit, folder: Path, served: Path | None = None):
-        """``served``: the file server's folder, outside ``folder`` (removed with the stack)."""
-        self.stack, self.folder, self.served = stack, folder, served
+    def __init__(self, stack: Stack, split: CpuSplit, folder: Path):
+        """``folder``: the stack's; the file server's (stack.files) may be outside it: both are removed with it."""
+        self.stack, self.folder = stack, folder
         self.cpus = split.stack_cpus(proxy=stack.has_proxy)
         self.procs: dict[str, subprocess.Popen] = {}
         self.logs: dict[str, IO] = {}
@@ -196,8 +196,7 @@ class HostStack:
                     worker.kill()
         for log in self.logs.values():
             log.close()
-        if self.served is not None:
-            shutil.rmtree(self.served, ignore_errors=True)
+        shutil.rmtree(self.stack.files, ignore_errors=True)
 
 
 class HostRuntime(Runtime):
@@ -255,14 +254,11 @@ class HostRuntime(Runtime):
         self._stop_stack()
         if setup.tls and self._certificate is None:
             self._certificate = make_certificate(self._workdir / "certificate")
-        folder = Path(tempfile.mkdtemp(prefix="stack-", dir=self._workdir))
-        # Nginx walks the file's path at every request (open_file_cache is off): its folder goes directly under /tmp,
-        # as deep as a copy by hand; below the stack's folder, 2 components deeper, oha lost 1.6% (docs/overhead.md).
-        served = Path(tempfile.mkdtemp(prefix=f"{PREFIX}-target-"))
+        folder, served = Path(tempfile.mkdtemp(prefix="stack-", dir=self._workdir)), served_folder()
         # The file server and a proxy share the namespace: the proxy reaches it on the namespace's address.
         stack = stage(setup, folder, TARGET_IP, TARGET_IP, self._certificate,
                       self.split.stack_cpus(proxy=get(setup.target).is_proxy), files=served)
-        self._stack = HostStack(stack, self.split, folder, served)
+        self._stack = HostStack(stack, self.split, folder)
         self._facts = {}
         self._stack.start()
 

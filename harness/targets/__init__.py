@@ -15,9 +15,9 @@ from harness.targets.discovery import FILE_SERVER, TargetAdapter, discover, get
 from harness.targets.setup import SERVED_AS, Setup
 from harness.targets.staging import (DELAY_LEVELS, ECHO_MODULE, H2C_PORT, JS_MODULE, LOAD_PORT, PRIVATE_FILES,
                                      PROTO_HEADER, PROTOCOL_LOG, TLS_PORT, UNDELAYED, UPSTREAM_PORT, Process, Stack,
-                                     stack_facts, stage, version_of)
+                                     served_folder, stack_facts, stage, version_of)
 
 __all__ = ["Certificate", "make_certificate", "FILE_SERVER", "TargetAdapter", "discover", "get", "SERVED_AS", "Setup",
            "DELAY_LEVELS", "ECHO_MODULE", "H2C_PORT", "JS_MODULE", "LOAD_PORT", "PRIVATE_FILES", "PROTO_HEADER",
-           "PROTOCOL_LOG", "TLS_PORT", "UNDELAYED", "UPSTREAM_PORT", "Process", "Stack", "stack_facts", "stage",
+           "PROTOCOL_LOG", "TLS_PORT", "UNDELAYED", "UPSTREAM_PORT", "Process", "Stack", "served_folder", "stack_facts", "stage",
            "version_of"]

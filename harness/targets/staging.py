@@ -5,11 +5,13 @@ from __future__ import annotations
 import re
 import secrets
 import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import jinja2
 
+from harness import PREFIX
 from harness.cpus import format_cpus
 from harness.errors import HarnessError
 from harness.flows import API_LOG, API_LOG_FORMAT, PASSWORD
@@ -30,6 +32,13 @@ UNDELAYED = "/lth-undelayed"   # the file without the backend delay, for the RTT
 DELAY_LEVELS = 256   # a uniform delay range is drawn from the first two hex digits of $request_id
 
 
+def served_folder() -> Path:
+    """An empty folder for the file server, directly under /tmp. Nginx walks the served file's path at every
+    request (open_file_cache is off), so the runtimes serve it as deep as a copy by hand at /srv/target: 2
+    components deeper, below a stack's folder, oha lost 1.6% on the host and Docker (docs/overhead.md)."""
+    return Path(tempfile.mkdtemp(prefix=f"{PREFIX}-target-"))
+
+
 @dataclass(frozen=True)
 class Process:
     role: str               # "upstream" (the file server) or "proxy"
@@ -43,6 +52,7 @@ class Stack:
     setup: Setup
     processes: list[Process]
     target: Target
+    files: Path             # the file server's folder (its prefix)
 
     @property
     def has_proxy(self) -> bool:
@@ -77,7 +87,7 @@ def stage(setup: Setup, folder: Path, load_host: str, upstream_host: str, certif
     if not behind_proxy:
         _readable(folder)
         return Stack(setup, [upstream], Target(load_host, port, status_port=LOAD_PORT, tls=setup.tls,
-                                               undelayed_path=undelayed, api_log=api_log, **protocol))
+                                               undelayed_path=undelayed, api_log=api_log, **protocol), files)
     proxy_dir = folder / "proxy"
     (proxy_dir / "tmp").mkdir(parents=True)
     config = proxy_dir / adapter.config
@@ -91,7 +101,7 @@ def stage(setup: Setup, folder: Path, load_host: str, upstream_host: str, certif
     _readable(folder)
     return Stack(setup, [upstream, Process("proxy", argv)],
                  Target(load_host, port, status_port=UPSTREAM_PORT, status_host=upstream_host, tls=setup.tls,
-                        undelayed_path=undelayed, **protocol))
+                        undelayed_path=undelayed, **protocol), files)
 
 
 # Files only the servers' master (root) reads, at start-up: the api target's token secret is in this one.
