@@ -100,6 +100,26 @@ def stop_tool(proc: subprocess.Popen, pids: set[int]) -> None:
         proc.wait(timeout=10)
 
 
+INTERRUPTS = (signal.SIGINT, signal.SIGTERM)
+
+
+def _raise_interrupt(*_: object) -> None:
+    raise KeyboardInterrupt
+
+
+@contextmanager
+def interrupts_raised() -> Iterator[None]:
+    """SIGINT and SIGTERM raise KeyboardInterrupt in the block, so its cleanup runs however it is stopped: SIGTERM
+    would end the process at once, and SIGINT is ignored where it was inherited ignored (a command started in the
+    background by a shell without job control, or by a supervisor, then sent `kill -INT`)."""
+    previous = {sig: signal.signal(sig, _raise_interrupt) for sig in INTERRUPTS}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
 @contextmanager
 def signals_deferred() -> Iterator[None]:
     """Run a cleanup block to its end even if Ctrl-C (or SIGTERM) arrives again meanwhile;

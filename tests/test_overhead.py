@@ -4,6 +4,8 @@ import json
 import math
 import os
 import shlex
+import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -12,6 +14,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from harness import REPO_ROOT
 from harness.cpus import CpuSplit
 from harness.sampling import SAMPLER_NICE, SAMPLER_POLICY, top_command
 from harness.store.figures import Metrics
@@ -448,3 +451,36 @@ def test_a_containers_processes_are_read_from_its_cgroup_once_found_and_none_onc
     # a layout where no folder lists the pid keeps scanning
     assert docker.container_pids("other") == {101} and docker.container_pids("other") == {101}
     assert scans == ["c0ffee", "other", "other"]
+
+
+# The check, its pairs replaced by one that signals the check itself and then waits; its `finally` stands for the
+# by-hand side's (Nginx, the network and the containers removed).
+INTERRUPTED_CHECK = """
+import os, signal, sys, time
+from pathlib import Path
+from harness.suite import overhead_check as oc
+def measure(*_):
+    try:
+        os.kill(os.getpid(), int(sys.argv[1]))
+        time.sleep(3)
+        return 0
+    finally:
+        Path(sys.argv[2]).write_text("cleaned up")
+oc.measure = measure
+sys.exit(oc.main(["--results-root", sys.argv[3]]))
+"""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_the_check_stops_on_sigterm_or_sigint_inherited_ignored_and_cleans_up(tmp_path, signum):
+    """Started in the background by a shell without job control (SIGINT ignored), then sent `kill` or `kill -INT`:
+    the check ends with 130 and says so, after its cleanup. SIGTERM ended it at once during the by-hand side, which
+    left the hand target's container and network behind, and SIGINT did nothing."""
+    marker = tmp_path / "finally"
+    done = subprocess.run([sys.executable, "-c", INTERRUPTED_CHECK, str(int(signum)), str(marker), str(tmp_path)],
+                          cwd=REPO_ROOT, capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "LTH_LOCK_DIR": str(tmp_path)},
+                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    assert done.returncode == 130, done.stderr
+    assert "interrupted:" in done.stderr
+    assert marker.read_text() == "cleaned up"

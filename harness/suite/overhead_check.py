@@ -54,7 +54,7 @@ from analysis.uncertainty import CONFIDENCE, RESAMPLES, SEED, bootstrap
 from harness import PREFIX, REPO_ROOT, TARGET_DIR, TOOLS_DIR
 from harness.cpus import CpuSplit, choose_split, format_cpus
 from harness.errors import HarnessError
-from harness.processes import end_process
+from harness.processes import end_process, interrupts_raised, signals_deferred
 from harness.sampling import SAMPLER_NICE, TOP_ENV, top_command
 from harness.scenarios import Scenario, select
 from harness.store.lock import Held, acquire
@@ -417,15 +417,16 @@ def host_nginx(split: CpuSplit, commands: Commands, folder: Path) -> Iterator[Ha
         wait_serving(HAND_TARGET_IP, lambda: proc.poll() is None)
         yield HandNginx(HAND_TARGET_IP, nginx_processes(proc.pid), split.taskset("tool"))
     finally:
-        if proc is not None:
-            commands.lines.append('kill "$nginx"    # Nginx\'s master; its workers end with it')
-            _stop(proc)
-        log.close()
-        commands.run(["ip", "netns", "delete", HAND_NETNS], check=False)
-        if HAND_VETH_HOST in subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout:
-            commands.run(["ip", "link", "delete", HAND_VETH_HOST], check=False)
-        commands.note(["rm", "-rf", str(prefix)])
-        shutil.rmtree(prefix, ignore_errors=True)
+        with signals_deferred():
+            if proc is not None:
+                commands.lines.append('kill "$nginx"    # Nginx\'s master; its workers end with it')
+                _stop(proc)
+            log.close()
+            commands.run(["ip", "netns", "delete", HAND_NETNS], check=False)
+            if HAND_VETH_HOST in subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout:
+                commands.run(["ip", "link", "delete", HAND_VETH_HOST], check=False)
+            commands.note(["rm", "-rf", str(prefix)])
+            shutil.rmtree(prefix, ignore_errors=True)
 
 
 def hand_config(prefix: Path, split: CpuSplit, commands: Commands) -> None:
@@ -479,11 +480,12 @@ def docker_nginx(split: CpuSplit, commands: Commands, folder: Path, mounts: list
                         ["docker", "run", "--rm", "--init", "--name", HAND_TOOL, "--label", HAND_LABEL, "--network",
                          HAND_NETWORK, "--cpuset-cpus", format_cpus(split.tool_cpus), *volumes, tool_image])
     finally:
-        logs = subprocess.run(["docker", "logs", HAND_TARGET], capture_output=True, text=True, check=False)
-        (folder / "nginx.log").write_text(logs.stdout + logs.stderr)
-        commands.run(["docker", "rm", "--force", HAND_TOOL, HAND_TARGET], check=False)
-        if network_made:
-            commands.run(["docker", "network", "rm", HAND_NETWORK], check=False)
+        with signals_deferred():
+            logs = subprocess.run(["docker", "logs", HAND_TARGET], capture_output=True, text=True, check=False)
+            (folder / "nginx.log").write_text(logs.stdout + logs.stderr)
+            commands.run(["docker", "rm", "--force", HAND_TOOL, HAND_TARGET], check=False)
+            if network_made:
+                commands.run(["docker", "network", "rm", HAND_NETWORK], check=False)
 
 
 @dataclass(frozen=True)
@@ -843,7 +845,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     try:
-        with lock:
+        with interrupts_raised(), lock:   # the by-hand side too: its Nginx, network and containers removed
             if args.carry_over:
                 return carry_over.measure(RUNTIMES if args.runtime == "both" else (args.runtime,), adapters, scenario,
                                           args.carry_over, (HARNESS, BY_HAND), one_side, lock, args.results_root)

@@ -8,7 +8,6 @@ folder) and ``Bench.run`` runs one pair in it (harness/suite/run.py): run_suite 
 from __future__ import annotations
 
 import json
-import signal
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ from harness import environment
 from harness.errors import HarnessError
 from harness.network.capture import MISSING, Capture, tcpdump_missing
 from harness.network.shaping import ShaperChoice, choose_shaper, netem_available
+from harness.processes import interrupts_raised
 from harness.runtimes import Runtime, make_runtime
 from harness.scenarios import Scenario
 from harness.store.results import ResultsFolder, RunRow, read_meta_row
@@ -32,13 +32,6 @@ from harness.suite.run import Run, RunSettings
 from harness.targets import Setup
 from harness.tools import capabilities
 from harness.tools.adapter import ToolAdapter
-
-INTERRUPTS = (signal.SIGINT, signal.SIGTERM)
-
-
-def _raise_on_sigterm(*_: object) -> None:
-    raise KeyboardInterrupt
-
 
 def _choose_shaper(plan: Plan, runtime: Runtime) -> ShaperChoice:
     needs = any(s.needs_shaping and runtime.unsupported_reason(s) is None for s in plan.scenarios)
@@ -139,37 +132,33 @@ def opened(plan: Plan, runtime: Runtime | None = None, lock: Held | None = None)
     preflight.check(plan, runtime)
     ours = lock is None
     lock = acquire() if ours else lock
-    # Every interrupting signal stops the suite alike: SIGTERM, and SIGINT even when inherited ignored (a harness
-    # started in the background by a shell without job control, or by a supervisor, then sent `kill -INT`).
-    previous = {sig: signal.signal(sig, _raise_on_sigterm) for sig in INTERRUPTS}
     try:
-        broken = runtime.prepare(plan.tools)
-        shaper = _choose_shaper(plan, runtime)
-        no_tcpdump = plan.capture and tcpdump_missing()
-        if no_tcpdump:
-            console.print(MISSING, markup=False)
-        folder, finished = open_folder(plan)
-        record_folder(lock, folder.path)
-        resuming = f" (resuming: {len(finished)} finished runs kept)" if plan.resume else ""
-        console.print(f"results: {folder.path}{resuming}", markup=False)
-        if plan.resume is None:
-            folder.write_json("environment.json", environment.collect(
-                {"runtime": plan.runtime, "shaper": shaper.kind, "shaper_reason": shaper.reason,
-                 **plan.split.describe(), **runtime.describe()}))
-        write_declarations(folder.path, {adapter.name: adapter for adapter in plan.tools})   # the scorecard's
-        with folder_lock(folder.path), runtime:
-            if plan.resume is None and (facts := runtime.started_facts()):
-                _add_environment(folder, facts)
-            try:
-                _check_targets(plan, runtime)
-            except HarnessError:
-                if plan.resume is None:       # bad input: leave no empty folder
-                    folder.discard()
-                raise
-            yield Bench(plan, runtime, folder, finished, broken, shaper, no_tcpdump)
+        with interrupts_raised():   # every interrupting signal stops the suite alike
+            broken = runtime.prepare(plan.tools)
+            shaper = _choose_shaper(plan, runtime)
+            no_tcpdump = plan.capture and tcpdump_missing()
+            if no_tcpdump:
+                console.print(MISSING, markup=False)
+            folder, finished = open_folder(plan)
+            record_folder(lock, folder.path)
+            resuming = f" (resuming: {len(finished)} finished runs kept)" if plan.resume else ""
+            console.print(f"results: {folder.path}{resuming}", markup=False)
+            if plan.resume is None:
+                folder.write_json("environment.json", environment.collect(
+                    {"runtime": plan.runtime, "shaper": shaper.kind, "shaper_reason": shaper.reason,
+                     **plan.split.describe(), **runtime.describe()}))
+            write_declarations(folder.path, {adapter.name: adapter for adapter in plan.tools})   # the scorecard's
+            with folder_lock(folder.path), runtime:
+                if plan.resume is None and (facts := runtime.started_facts()):
+                    _add_environment(folder, facts)
+                try:
+                    _check_targets(plan, runtime)
+                except HarnessError:
+                    if plan.resume is None:       # bad input: leave no empty folder
+                        folder.discard()
+                    raise
+                yield Bench(plan, runtime, folder, finished, broken, shaper, no_tcpdump)
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
         if ours:
             lock.close()
 
