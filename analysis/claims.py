@@ -78,12 +78,16 @@ def _present(ok: pd.DataFrame, scenario: str) -> pd.DataFrame:
     return ok[ok["scenario"] == scenario]
 
 
-def _missing(scenario: str, tools: list[str], ok: pd.DataFrame) -> str:
-    runs = _present(ok, scenario)
-    if runs.empty:
+def _missing(scenario: str, tools: list[str], runs: pd.DataFrame, ok: pd.DataFrame) -> str:
+    """Why ``runs`` (``ok``'s rows a rule kept) cannot judge: which of ``tools`` has no ok run of ``scenario``,
+    and which tools did run it, so a reader sees the scenario was run and what is missing from it."""
+    absent = [t for t in tools if t not in set(_present(runs, scenario)["tool"])]
+    if not absent:
+        return ""
+    ran = sorted(set(_present(ok, scenario)["tool"]))
+    if not ran:
         return f"no ok run of {scenario} in these results"
-    absent = [t for t in tools if t not in set(runs["tool"])]
-    return f"no ok run of {', '.join(absent)} in {scenario}" if absent else ""
+    return f"no ok run of {', '.join(absent)} in {scenario} (these results hold {', '.join(ran)} there)"
 
 
 def rank(df: pd.DataFrame, ok: pd.DataFrame, study: list[str], scenario: str, metric: str, order: str,
@@ -94,7 +98,7 @@ def rank(df: pd.DataFrame, ok: pd.DataFrame, study: list[str], scenario: str, me
             f"{_rank_text(first)}-{_rank_text(last)}")
     runs = _present(ok, scenario)
     runs = runs[runs["tool"].isin(study) & runs[metric].notna()]
-    if missing := _missing(scenario, tools, runs):
+    if missing := _missing(scenario, tools, runs, ok):
         return Verdict(NOT_MEASURED, missing, rule)
     medians = runs.groupby("tool")[metric].median().sort_values(ascending=order != "high")
     if len(medians) < len(tools) + 1:
@@ -131,7 +135,7 @@ def ceiling(df: pd.DataFrame, ok: pd.DataFrame, study: list[str], scenario: str,
             f">= {at_least:.0%}, {', '.join(others_excepted)} at <= {except_at_most:.0%}")
     runs = _present(ok, scenario)
     runs = runs[runs["tool"].isin(study)]
-    if missing := _missing(scenario, others_excepted, runs):
+    if missing := _missing(scenario, others_excepted, runs, ok):
         return Verdict(NOT_MEASURED, missing, rule)
     share = (runs["rps"] / (runs["vus"] * 1000 / _rtt(runs))).groupby(runs["tool"]).median()
     rest = share.drop(others_excepted)
@@ -162,7 +166,7 @@ def _tool_latency(ok: pd.DataFrame, scenario: str, tool: str) -> tuple[pd.DataFr
     """One tool's runs of a scenario and their latency (mean, else p50), or why there is none."""
     runs = _present(ok, scenario)
     runs = runs[runs["tool"] == tool]
-    if missing := _missing(scenario, [tool], runs):
+    if missing := _missing(scenario, [tool], runs, ok):
         return missing
     latency, which = _latency(runs)
     return (runs, latency, which) if len(latency) else f"{tool} reported no latency in {scenario}"
@@ -195,7 +199,7 @@ def breaks_above(df: pd.DataFrame, ok: pd.DataFrame, study: list[str], tool: str
     failed = at_high[at_high["status"] != OK]
     if len(failed):
         return Verdict(HOLDS, f"{len(failed)} of {len(at_high)} runs of {higher} {failed['status'].iloc[0]}", rule)
-    if missing := _missing(lower, [tool], ok) or _missing(higher, [tool], ok):
+    if missing := _missing(lower, [tool], ok, ok) or _missing(higher, [tool], ok, ok):
         return Verdict(NOT_MEASURED, missing, rule)
     rps = {s: ok[(ok["scenario"] == s) & (ok["tool"] == tool)]["rps"].median() for s in (lower, higher)}
     return Verdict(HOLDS if rps[higher] < rps[lower] else DIFFERS,

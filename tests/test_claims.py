@@ -134,7 +134,22 @@ def test_ranks_count_from_the_end_and_a_missing_tool_is_not_measured():
     assert judge(df, "rank", scenario="s", metric="rps", order="high", tools=["locust"], ranks=[-1, -1]).verdict == claims.HOLDS
     assert judge(df, "rank", scenario="s", metric="rps", order="high", tools=["ab"], ranks=[1, 1]).verdict == claims.DIFFERS
     missing = judge(df[df["tool"] != "ab"], "rank", scenario="s", metric="rps", order="high", tools=["ab"], ranks=[2, 4])
-    assert missing.verdict == claims.NOT_MEASURED and missing.figure == "no ok run of ab in s"
+    assert missing.verdict == claims.NOT_MEASURED
+    assert missing.figure == "no ok run of ab in s (these results hold locust, siege, wrk there)"
+
+
+def test_a_scenario_run_only_by_tools_outside_the_study_names_the_study_tool_missing():
+    """A report of one oha run of vu20-rtt0.1 said "no ok run of vu20-rtt0.1 in these results": the rule had kept
+    the study's tools only, and the message read the emptied frame as a scenario never run."""
+    df = rows(("oha", "vu20-rtt0.1", 20, 0.1, {"rps": 50000.0, "lat_mean_ms": 0.4}))
+    for rule, params in (("rank", dict(metric="rps", order="high", tools=["wrk"], ranks=[1, 1])),
+                         ("ceiling", dict(at_least=0.5, except_at_most=0.1, **{"except": ["locust"]})),
+                         ("added", dict(tool="wrk", at_most_ms=1.0))):
+        found = judge(df, rule, scenario="vu20-rtt0.1", **params)
+        assert found.verdict == claims.NOT_MEASURED
+        assert found.figure.startswith("no ok run of ") and "(these results hold oha there)" in found.figure, found
+    empty = judge(df, "rank", scenario="vu50-rtt50", metric="rps", order="high", tools=["wrk"], ranks=[1, 1])
+    assert empty.figure == "no ok run of vu50-rtt50 in these results"
 
 
 def test_the_runtime_ratio_needs_both_runtimes():
