@@ -76,6 +76,27 @@ def test_a_thread_started_on_other_cpus_after_the_first_frame_is_seen(monkeypatc
     assert after["cpus"] == " | ".join(sorted({before["cpus"], str(max(os.sched_getaffinity(0)))}))
 
 
+def test_a_frame_reads_each_process_status_once_for_its_name_cpus_and_memory_check(monkeypatch):
+    """The reader runs on the tool's CPUs during the load: the VmRSS check is summed from the status the frame
+    read for the names and CPUs, not read again (issue 53), and it is the same figure."""
+    child = subprocess.Popen([sys.executable, "-c", "b = bytearray(32 * 2**20); import time; time.sleep(2.5)"])
+    path, opened = f"/proc/{child.pid}/status", []
+
+    def counted(file, *args, **kwargs):
+        opened.append(file)
+        return open(file, *args, **kwargs)
+    monkeypatch.setattr(sampling, "open", counted, raising=False)
+    with TopSampler(lambda: {child.pid}, check=vmrss_mb) as sampler:
+        child.wait(timeout=10)
+    frames = [s for s in sampler.samples if s.processes]
+    assert len(frames) >= 2 and opened.count(path) == len(sampler.samples), (opened.count(path), len(sampler.samples))
+    assert all(s.rss_check_mb == pytest.approx(s.rss_mb, rel=0.1) for s in frames if s.rss_check_mb is not None)
+    assert any(s.rss_check_mb and s.rss_check_mb > 32 for s in frames)
+    mine = proc_status(os.getpid())
+    vmrss = int(Path("/proc/self/status").read_text().split("VmRSS:")[1].split()[0])
+    assert mine.rss_kib == pytest.approx(vmrss, rel=0.05)
+
+
 def test_first_frame_cpu_is_dropped_and_empty_frames_ignored():
     samples = [Sample(0, 10, 500.0, 1, True), Sample(1, 20, 50.0, 1, False),
                Sample(2, 30, 70.0, 1, False), Sample(3, 0, 0.0, 0, False)]
