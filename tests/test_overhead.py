@@ -2,6 +2,7 @@
 its run end to end: tests/test_overhead_e2e.py)."""
 import json
 import math
+import re
 import os
 import shlex
 import signal
@@ -145,6 +146,24 @@ def test_without_a_pair_count_pairs_go_on_until_the_interval_is_within_the_preci
     assert oc.Goal(1).describe() == "1 pair"
 
 
+def test_the_pairs_a_precision_takes_are_what_the_checks_own_interval_needs():
+    """The projection said while a check runs ("+-0.5% takes ~4,000 pairs at this spread") is checked against the
+    check's own bootstrap: that many pairs at that spread give an interval of about that precision."""
+    rng = np.random.default_rng(53)
+    for sd, precision in ((0.05, 0.02), (0.16, 0.02), (0.05, 0.005)):
+        needed = oc.pairs_needed(list(np.exp(rng.normal(0, sd, 400))), precision)   # the spread read from 400
+        draws = [list(np.exp(rng.normal(0, sd, needed))) for _ in range(5)]
+        widths = [oc.half_width(oc.geometric_mean(d), oc.ratio_interval(d)) for d in draws]
+        assert np.median(widths) == pytest.approx(precision, rel=0.3), (sd, precision, needed, widths)
+    assert oc.pairs_needed([1.1, 0.9] * 4, 0.02) is None                 # below MIN_PAIRS_TO_PROJECT: no figure
+    assert oc.pairs_needed([1.0] * 12, 0.02) == oc.MIN_PAIRS_TO_STOP     # no spread: the least a check runs
+    loose = [1.0 + (0.2 if i % 2 else -0.2) for i in range(20)]
+    assert oc.projection(loose, 0.02, 17.0) == ("+-2% takes ~424 pairs at this spread (a pair's log ratio: sd 0.208), "
+                                                "~1.9 h more at 17 s a pair")
+    assert oc.projection(loose, 0.05, 17.0).endswith("~70 pairs at this spread (a pair's log ratio: sd 0.208), ~14 min more at 17 s a pair")
+    assert oc.projection(loose, 0.02, None).endswith("(a pair's log ratio: sd 0.208)")
+
+
 WRK = ["wrk", "-t1", "-c20", "-d10s", "--timeout", "10s", "-s", "/r/tools/wrk/report.lua", "http://198.18.0.6:80/style.css"]
 
 
@@ -257,6 +276,28 @@ def test_a_resumed_check_adds_pairs_after_its_own_until_the_goal(tmp_path, monke
     assert "resuming" in capsys.readouterr().out
     (aside,) = (folder / "by-hand").glob("host-wrk-4-interrupted-*")  # kept, not overwritten
     assert (folder / "by-hand" / "host-wrk-4").is_dir()
+
+
+def test_a_check_short_of_its_precision_says_how_many_pairs_it_takes(tmp_path, monkeypatch, capsys):
+    """While it runs and at its end, from MIN_PAIRS_TO_PROJECT pairs on: how many pairs its precision takes."""
+    def measured_pair(runtime, adapter, scenario, split, index, root, lock, previous, top):
+        return oc.Pair(index, oc.pair_order(previous)[0], 110_000.0 if index % 2 else 90_000.0, 100_000.0), \
+            oc.HandRun(["wrk"], 1.0, None)
+    monkeypatch.setattr(oc, "one_pair", measured_pair)
+    monkeypatch.delenv(oc.CANDIDATES_ENV, raising=False)
+    args = oc.parse_args(["--runtime", "host", "--tools", "wrk", "--precision", "0.005", "--max-pairs", "12",
+                          "--results-root", str(tmp_path)])
+    (wrk,) = oc.registry.select("wrk")
+    scenario = oc.select(f"{oc.REPO_ROOT}/{oc.SCENARIO}", args.duration)[0]
+    assert oc.measure(args, [wrk], scenario, None, [], [["lth", "overhead"]]) == 0
+    out = capsys.readouterr().out.splitlines()
+    so_far = [line for line in out if line.startswith("   so far:")]
+    assert len(so_far) == 10 and all("takes" not in line for line in so_far[:7])   # pairs 3-9: too few to say
+    assert all(re.search(r"; \+-0.5% takes ~[\d,]+ pairs at this spread \(a pair's log ratio: sd 0.10\d\), "
+                         r"~\d+ (min|s) more at \d+ s a pair$", line) for line in so_far[7:]), so_far[7:]
+    assert re.search(r"over 12 pairs; \+-0.5% takes ~1,\d{3} pairs at this spread", out[-2]), out[-2]
+    (result,) = json.loads(next(tmp_path.glob("*-overhead/overhead.json")).read_text())["results"]
+    assert result["pairs_needed"]["precision"] == 0.005 and 1000 < result["pairs_needed"]["pairs"] < 2000
 
 
 def test_a_check_that_differs_is_not_resumed(tmp_path, monkeypatch, capsys):

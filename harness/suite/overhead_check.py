@@ -142,6 +142,35 @@ def half_width(estimate: float, interval: tuple[float, float]) -> float:
     return max(high / estimate - 1, 1 - low / estimate)
 
 
+MIN_PAIRS_TO_PROJECT = 10   # a spread read from fewer pairs is too rough to say how many the precision takes
+
+
+def pairs_needed(ratios: Sequence[float], precision: float, confidence: float = CONFIDENCE) -> int | None:
+    """How many pairs an interval within +-``precision`` takes at the spread of these ratios: the mean of n
+    log ratios has a standard error of sd/sqrt(n), so n = (z * sd / log(1 + precision))^2, z the normal quantile
+    of ``confidence`` (the bootstrap's interval is that wide to within a few %). None below MIN_PAIRS_TO_PROJECT."""
+    if len(ratios) < MIN_PAIRS_TO_PROJECT:
+        return None
+    z = statistics.NormalDist().inv_cdf((1 + confidence) / 2)
+    spread = statistics.stdev(math.log(r) for r in ratios)
+    return max(MIN_PAIRS_TO_STOP, math.ceil((z * spread / math.log1p(precision)) ** 2))
+
+
+def projection(ratios: Sequence[float], precision: float, seconds_per_pair: float | None) -> str:
+    """``+-0.5% takes ~3,900 pairs at this spread (a pair's log ratio: sd 0.160), ~18 h more at 17 s a pair``:
+    whether a check can reach its precision on this machine, said while it runs (empty: too few pairs yet)."""
+    needed = pairs_needed(ratios, precision)
+    if needed is None:
+        return ""
+    spread = statistics.stdev(math.log(r) for r in ratios)
+    text = f"+-{100 * precision:g}% takes ~{needed:,} pairs at this spread (a pair's log ratio: sd {spread:.3f})"
+    if seconds_per_pair and needed > len(ratios):
+        more_s = (needed - len(ratios)) * seconds_per_pair
+        text += (f", ~{more_s / 3600:.1f} h more" if more_s >= 3600 else f", ~{more_s / 60:.0f} min more") + \
+            f" at {seconds_per_pair:.0f} s a pair"
+    return text
+
+
 @dataclass(frozen=True)
 class Pair:
     index: int
@@ -676,12 +705,14 @@ def measure_runtime(runtime: str, adapters: list[ToolAdapter], scenario: Scenari
     entries = {a.name: entry_for(measured, runtime, a.name) for a in adapters}
     previous: str | None = None
     round_no = 0
+    started, timed = time.monotonic(), 0    # this command's pace: seconds per pair, every tool's
     while due := [a for a in adapters if not goal.reached(entries[a.name])]:
         for adapter in turns(due, round_no):
             entry = entries[adapter.name]
             index = len(entry.pairs) + 1
             print(f"{runtime} {adapter.name}: pair {index}, {' then '.join(pair_order(previous))}", flush=True)
             pair, hand = one_pair(runtime, adapter, scenario, split, index, root, lock, previous, top)
+            timed += 1
             previous = pair_order(previous)[1]
             entry.pairs.append(pair)
             entry.by_hand_command = hand.argv or entry.by_hand_command
@@ -691,7 +722,10 @@ def measure_runtime(runtime: str, adapters: list[ToolAdapter], scenario: Scenari
                   f"{pair.harness_nginx or '?'} / {pair.by_hand_nginx or '?'}; {_observer(pair)}"
                   + "".join(f"; {e}" for e in pair.errors), flush=True)
             if index >= MIN_PAIRS:
-                print(f"   so far: {Summary.of(runtime, adapter.name, entry.pairs).line()}", flush=True)
+                summary = Summary.of(runtime, adapter.name, entry.pairs)
+                ahead = "" if goal.pairs or summary.precise(goal.precision) else \
+                    projection(summary.ratios, goal.precision, (time.monotonic() - started) / timed)
+                print(f"   so far: {summary.line()}" + (f"; {ahead}" if ahead else ""), flush=True)
             save()
         round_no += 1
 
@@ -888,10 +922,18 @@ def measure(args: argparse.Namespace, adapters: list[ToolAdapter], scenario: Sce
             save()
     summaries = [Summary.of(m.runtime, m.tool, m.pairs) for m in measured]
     beside = "; by hand with top beside the tool" if args.by_hand_top else ""
-    print("\n".join(s.line() + beside for s in summaries) + f"\nwritten: {root / 'overhead.json'}")
+    print("\n".join(s.line() + beside + _short_of(s, goal) for s in summaries) + f"\nwritten: {root / 'overhead.json'}")
     asked = [s for s in summaries if s.runtime in runtimes and s.tool in {a.name for a in adapters}]
     complete = len(asked) == len(runtimes) * len(adapters) and all(s.mean is not None for s in asked)
     return 0 if complete else 1
+
+
+def _short_of(summary: Summary, goal: Goal) -> str:
+    """What a check that stopped short of its precision (at its cap, or interrupted) would have taken."""
+    if goal.pairs or summary.precise(goal.precision):
+        return ""
+    ahead = projection(summary.ratios, goal.precision, None)
+    return f"; {ahead}" if ahead else ""
 
 
 def write(root: Path, measured: list[Measured], args: argparse.Namespace, goal: Goal,
@@ -903,6 +945,9 @@ def write(root: Path, measured: list[Measured], args: argparse.Namespace, goal: 
         results.append({**asdict(summary), "precision": summary.precision,
                         "halves": [asdict(h) for h in summary.halves or ()], "drifted": summary.drifted,
                         "line": summary.line(),
+                        # at this check's spread, for its precision (null below MIN_PAIRS_TO_PROJECT ratios)
+                        "pairs_needed": {"precision": goal.precision,
+                                         "pairs": pairs_needed(summary.ratios, goal.precision)},
                         "observer_share_median": statistics.median(shares) if shares else None,
                         "pairs": [{**asdict(p), "ratio": p.ratio} for p in m.pairs],
                         "harness_command": m.harness_command, "by_hand_command": m.by_hand_command})
