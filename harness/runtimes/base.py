@@ -131,7 +131,7 @@ class Session(ABC):
         return set()
 
     # The tool's memory in MiB read another way than top, to cross-check it: a method of (pids) -> MiB or None.
-    # VmRSS is the function itself, so that the sampler sees it is and sums it from the status files it reads anyway.
+    # Here VmRSS, given as the function itself: the sampler recognises it and sums the status files its frame read.
     memory_check = staticmethod(vmrss_mb)
 
 
