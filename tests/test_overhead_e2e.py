@@ -73,6 +73,9 @@ def test_one_docker_pair_runs_the_same_image_and_nginx_workers_by_hand_and_leave
     script = (folder / pair["by_hand_run"] / "commands.sh").read_text()
     assert f"sed -i 's/^worker_processes auto;/worker_processes {workers};/'" in script
     assert f"--cpuset-cpus {row['cpus_target']}" in script and oc.HAND_SUBNET in script
+    # the script a user types: Nginx's temp folder made in the copy before the target starts (else [emerg])
+    mounted = folder / pair["by_hand_run"] / "target"
+    assert script.index(f"mkdir {mounted}/tmp") < script.index("docker run --detach")
     assert measured["by_hand_command"][:3] == ["docker", "run", "--rm"]
     assert f"({workers} worker{'s' * (workers != 1)}) on CPUs {row['cpus_target']}" in row["target_stack"]
     assert leftovers() == []

@@ -496,6 +496,7 @@ def docker_nginx(split: CpuSplit, commands: Commands, folder: Path, mounts: list
         else:
             commands.note(["cp", "-r", str(TARGET_DIR), str(mounted)])
             shutil.copytree(TARGET_DIR, mounted, ignore=shutil.ignore_patterns("Dockerfile", "target.toml"))
+            commands.note(["mkdir", str(mounted / "tmp")])    # Nginx's temp paths: without it, [emerg] at start
             (mounted / "tmp").mkdir()
             mount = ["-v", f"{mounted}:/srv/target"]
         hand_config(mounted, split, commands)
