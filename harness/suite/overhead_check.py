@@ -152,8 +152,12 @@ def pairs_needed(ratios: Sequence[float], precision: float, confidence: float = 
     if len(ratios) < MIN_PAIRS_TO_PROJECT:
         return None
     z = statistics.NormalDist().inv_cdf((1 + confidence) / 2)
-    spread = statistics.stdev(math.log(r) for r in ratios)
-    return max(MIN_PAIRS_TO_STOP, math.ceil((z * spread / math.log1p(precision)) ** 2))
+    return max(MIN_PAIRS_TO_STOP, math.ceil((z * _log_spread(ratios) / math.log1p(precision)) ** 2))
+
+
+def _log_spread(ratios: Sequence[float]) -> float:
+    """The standard deviation of a pair's log ratio."""
+    return statistics.stdev(math.log(r) for r in ratios)
 
 
 def projection(ratios: Sequence[float], precision: float, seconds_per_pair: float | None) -> str:
@@ -162,8 +166,8 @@ def projection(ratios: Sequence[float], precision: float, seconds_per_pair: floa
     needed = pairs_needed(ratios, precision)
     if needed is None:
         return ""
-    spread = statistics.stdev(math.log(r) for r in ratios)
-    text = f"+-{100 * precision:g}% takes ~{needed:,} pairs at this spread (a pair's log ratio: sd {spread:.3f})"
+    text = (f"+-{100 * precision:g}% takes ~{needed:,} pairs at this spread (a pair's log ratio: "
+            f"sd {_log_spread(ratios):.3f})")
     if seconds_per_pair and needed > len(ratios):
         more_s = (needed - len(ratios)) * seconds_per_pair
         text += (f", ~{more_s / 3600:.1f} h more" if more_s >= 3600 else f", ~{more_s / 60:.0f} min more") + \
@@ -724,9 +728,8 @@ def measure_runtime(runtime: str, adapters: list[ToolAdapter], scenario: Scenari
                   + "".join(f"; {e}" for e in pair.errors), flush=True)
             if index >= MIN_PAIRS:
                 summary = Summary.of(runtime, adapter.name, entry.pairs)
-                ahead = "" if goal.pairs or summary.precise(goal.precision) else \
-                    projection(summary.ratios, goal.precision, (time.monotonic() - started) / timed)
-                print(f"   so far: {summary.line()}" + (f"; {ahead}" if ahead else ""), flush=True)
+                print(f"   so far: {summary.line()}{_short_of(summary, goal, (time.monotonic() - started) / timed)}",
+                      flush=True)
             save()
         round_no += 1
 
@@ -929,11 +932,12 @@ def measure(args: argparse.Namespace, adapters: list[ToolAdapter], scenario: Sce
     return 0 if complete else 1
 
 
-def _short_of(summary: Summary, goal: Goal) -> str:
-    """What a check that stopped short of its precision (at its cap, or interrupted) would have taken."""
+def _short_of(summary: Summary, goal: Goal, seconds_per_pair: float | None = None) -> str:
+    """``; +-0.5% takes ~3,094 pairs ...`` while a check is short of its precision, or when it stopped short (at
+    its cap, or interrupted); empty with a pair count asked, once precise, or below MIN_PAIRS_TO_PROJECT."""
     if goal.pairs or summary.precise(goal.precision):
         return ""
-    ahead = projection(summary.ratios, goal.precision, None)
+    ahead = projection(summary.ratios, goal.precision, seconds_per_pair)
     return f"; {ahead}" if ahead else ""
 
 
